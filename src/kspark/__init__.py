@@ -1,0 +1,50 @@
+"""kspark: Kafka Streams' processing model for Python, executed on Apache Spark.
+
+The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topology``,
+``KafkaStreams``, ``StreamsConfig``...). ``kspark.testing`` holds the ``TopologyTestDriver``;
+``kspark.spark`` the Spark host (imported lazily by ``KafkaStreams``).
+"""
+
+from .config import StreamsConfig
+from .dsl import Change, Consumed, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder
+from .errors import ConfigException, StreamsException, TaskAssignmentException, TopologyException
+from .keyvalue import KeyValue
+from .processor import (
+    ConsumerRecord,
+    ContextualProcessor,
+    FailOnInvalidTimestamp,
+    LogAndSkipOnInvalidTimestamp,
+    Processor,
+    ProcessorContext,
+    Record,
+    RecordMetadata,
+    TimestampExtractor,
+    UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
+from .serialization import Serde, Serdes
+from .state import KeyValueStore, Stores, ValueAndTimestamp
+from .topology import Topology
+
+
+def __getattr__(name: str):
+    if name == "KafkaStreams":  # keep `import kspark` free of pyspark
+        from .spark import KafkaStreams
+
+        return KafkaStreams
+    raise AttributeError(f"module 'kspark' has no attribute {name!r}")
+
+
+__version__ = "0.1.0"
+
+__all__ = sorted(
+    [
+        "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp",
+        "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
+        "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "Record", "RecordMetadata",
+        "Repartitioned", "Serde", "Serdes", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
+        "TaskAssignmentException", "TimestampExtractor", "Topology", "TopologyException",
+        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor",
+    ],
+    key=str.casefold,
+)

@@ -1,0 +1,87 @@
+"""Streams configuration (Kafka ``StreamsConfig``), with kspark's host keys.
+
+Keys keep Kafka's names. kspark adds ``kspark.*`` keys for the Spark host; keys that start
+with ``spark.`` are handed to the SparkSession unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .errors import ConfigException
+
+__all__ = ["StreamsConfig"]
+
+
+class StreamsConfig:
+    """Validated configuration (Kafka ``StreamsConfig``).
+
+    Parameters
+    ----------
+    props : mapping of str to value, optional
+        Configuration; unknown keys (other than ``spark.*``) raise ``ConfigException``.
+
+    Raises
+    ------
+    ConfigException
+        For an unknown key or a value of the wrong type, naming the key.
+    """
+
+    APPLICATION_ID_CONFIG = "application.id"
+    DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG = "default.timestamp.extractor"
+    DEFAULT_KEY_SERDE_CLASS_CONFIG = "default.key.serde"
+    DEFAULT_VALUE_SERDE_CLASS_CONFIG = "default.value.serde"
+    MAX_TASK_IDLE_MS_CONFIG = "max.task.idle.ms"
+    STATE_DIR_CONFIG = "state.dir"
+    TOPICS_DIR_CONFIG = "kspark.topics.dir"
+    SPARK_MASTER_CONFIG = "kspark.spark.master"
+    TRIGGER_CONFIG = "kspark.trigger"
+    MAX_RECORDS_PER_TRIGGER_CONFIG = "kspark.max.records.per.trigger"
+
+    _DEFAULTS: dict[str, Any] = {
+        APPLICATION_ID_CONFIG: None,
+        DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG: None,  # FailOnInvalidTimestamp (rule T-2)
+        DEFAULT_KEY_SERDE_CLASS_CONFIG: None,  # Serdes.String()
+        DEFAULT_VALUE_SERDE_CLASS_CONFIG: None,  # Serdes.JSON()
+        MAX_TASK_IDLE_MS_CONFIG: 0,
+        STATE_DIR_CONFIG: "/tmp/kspark-streams",
+        TOPICS_DIR_CONFIG: "/tmp/kspark-topics",
+        SPARK_MASTER_CONFIG: "local[*]",
+        TRIGGER_CONFIG: "availableNow",
+        MAX_RECORDS_PER_TRIGGER_CONFIG: None,
+    }
+    _INT_KEYS = {MAX_TASK_IDLE_MS_CONFIG, MAX_RECORDS_PER_TRIGGER_CONFIG}
+
+    def __init__(self, props: Mapping[str, Any] | None = None) -> None:
+        self._values = dict(self._DEFAULTS)
+        for key, value in (props or {}).items():
+            if key.startswith("spark."):
+                self._values[key] = value
+                continue
+            if key not in self._DEFAULTS:
+                raise ConfigException(f"Unknown configuration '{key}'. Known keys: {sorted(self._DEFAULTS)}")
+            if key in self._INT_KEYS and value is not None:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigException(f"Invalid value {value!r} for configuration {key}: Expected value to be a 64-bit integer.")
+            self._values[key] = value
+
+    def get(self, key: str) -> Any:
+        return self._values[key]
+
+    def sparkConfs(self) -> dict[str, Any]:
+        return {k: v for k, v in self._values.items() if k.startswith("spark.")}
+
+    def defaultKeySerde(self):
+        from .serialization import Serdes
+
+        return self._values[self.DEFAULT_KEY_SERDE_CLASS_CONFIG] or Serdes.String()
+
+    def defaultValueSerde(self):
+        from .serialization import Serdes
+
+        return self._values[self.DEFAULT_VALUE_SERDE_CLASS_CONFIG] or Serdes.JSON()
+
+    def defaultTimestampExtractor(self):
+        from .processor import FailOnInvalidTimestamp
+
+        return self._values[self.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG] or FailOnInvalidTimestamp()

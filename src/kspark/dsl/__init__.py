@@ -1,0 +1,9 @@
+"""The Streams DSL (Kafka ``org.apache.kafka.streams.kstream``)."""
+
+from ._builder import StreamsBuilder
+from ._config_objects import Consumed, Materialized, Named, Produced, Repartitioned
+from ._internals.processors import Change
+from ._kstream import KStream
+from ._ktable import KTable
+
+__all__ = ["Change", "Consumed", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "StreamsBuilder"]

@@ -1,0 +1,163 @@
+"""One small processor per DSL operator (Kafka ``kstream/internals/KStream*``, ``KTableSource``)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Callable, NamedTuple
+
+from ...processor import ContextualProcessor, Record
+from ...state import ValueAndTimestamp
+
+log = logging.getLogger("kspark.dsl")
+
+
+class Change(NamedTuple):
+    """A KTable update flowing between KTable nodes (Kafka ``Change``): new and old value."""
+
+    newValue: Any
+    oldValue: Any
+
+
+def arity(fn: Callable) -> int:
+    """Number of positional parameters ``fn`` takes (used to tell ``ValueMapper`` from ``ValueMapperWithKey``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return -1
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+
+
+def _dropped(context, reason: str, message: str) -> None:
+    meta = context.recordMetadata()
+    if meta is not None:
+        log.warning("%s topic=[%s] partition=[%d] offset=[%d]", message, meta.topic, meta.partition, meta.offset)
+    else:
+        log.warning(message)
+    context.metrics().recordDropped(context.taskId(), context.currentNode.name, reason)
+
+
+class KStreamFilter(ContextualProcessor):
+    def __init__(self, predicate, filterNot: bool) -> None:
+        self.predicate, self.filterNot = predicate, filterNot
+
+    def process(self, record: Record) -> None:
+        if self.filterNot ^ bool(self.predicate(record.key(), record.value())):
+            self.context().forward(record)
+
+
+class KStreamMapValues(ContextualProcessor):
+    def __init__(self, mapper, withKey: bool) -> None:
+        self.mapper, self.withKey = mapper, withKey
+
+    def process(self, record: Record) -> None:
+        value = self.mapper(record.key(), record.value()) if self.withKey else self.mapper(record.value())
+        self.context().forward(record.withValue(value))
+
+
+class KStreamMap(ContextualProcessor):
+    def __init__(self, mapper) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        result = self.mapper(record.key(), record.value())
+        try:
+            key, value = result
+        except (TypeError, ValueError):
+            raise TypeError(f"The mapper of map() must return a KeyValue or (key, value) pair, got {result!r}") from None
+        self.context().forward(Record(key, value, record.timestamp(), record.headers()))
+
+
+class KStreamSelectKey(ContextualProcessor):
+    def __init__(self, mapper) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context().forward(record.withKey(self.mapper(record.key(), record.value())))
+
+
+class KStreamPeek(ContextualProcessor):
+    def __init__(self, action) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key(), record.value())
+        self.context().forward(record)
+
+
+class RepartitionNullKeyFilter(ContextualProcessor):
+    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition."""
+
+    def process(self, record: Record) -> None:
+        if record.key() is None:
+            self.context().metrics().recordDropped(
+                self.context().taskId(), self.context().currentNode.name, "null key before repartition"
+            )
+            return
+        self.context().forward(record)
+
+
+class KTableSource(ContextualProcessor):
+    """Materializes a changelog into a timestamped store and forwards ``Change`` (Kafka ``KTableSource``).
+
+    Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
+    """
+
+    def __init__(self, storeName: str) -> None:
+        self.storeName = storeName
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key = record.key()
+        if key is None:
+            _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        old = self.store.get(key)
+        oldValue = None
+        if old is not None:
+            oldValue = old.value
+            if record.timestamp() < old.timestamp:
+                log.warning(
+                    "Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d].",
+                    self.storeName, old.timestamp, record.timestamp(),
+                )
+        value = record.value()
+        self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
+        self.context().forward(record.withValue(Change(value, oldValue)))
+
+
+class KTableToStream(ContextualProcessor):
+    def process(self, record: Record) -> None:
+        self.context().forward(record.withValue(record.value().newValue))
+
+
+class KStreamKTableJoin(ContextualProcessor):
+    """Stream-side-triggered lookup join against a KTable's store (Kafka ``KStreamKTableJoinProcessor``).
+
+    Rules J-1..J-4: only stream records produce output; a null key or null value is dropped
+    and counted, except a null key with a non-null value in a left join; the output keeps the
+    stream record's key and timestamp.
+    """
+
+    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool) -> None:
+        self.storeName, self.joiner, self.withKey, self.leftJoin = storeName, joiner, withKey, leftJoin
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key, value = record.key(), record.value()
+        if not (self.leftJoin and key is None and value is not None) and (key is None or value is None):
+            _dropped(self.context(), "null join key or value", "Skipping record due to null join key or value.")
+            return
+        found = None if key is None else self.store.get(key)
+        tableValue = None if found is None else found.value
+        if self.leftJoin or tableValue is not None:
+            joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
+            self.context().forward(record.withValue(joined))

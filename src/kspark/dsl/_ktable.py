@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..state import Stores
+from ._config_objects import Consumed, Materialized, nameOf
+from ._internals.processors import KTableSource, KTableToStream
+
+if TYPE_CHECKING:
+    from ._builder import StreamsBuilder
+    from ._kstream import KStream
+
+__all__ = ["KTable"]
+
+
+class KTable:
+    """A changelog stream seen as a table: the latest value per key (Kafka ``KTable``).
+
+    Every kspark KTable is materialized in a timestamped key-value store (``queryableStoreName()``).
+    """
+
+    def __init__(self, builder: "StreamsBuilder", name: str, storeName: str, sourceTopics: set[str]) -> None:
+        self._builder = builder
+        self._name = name
+        self._storeName = storeName
+        self._sourceTopics = sourceTopics
+
+    @staticmethod
+    def _materialize(builder, parentName, tableName, storeName, materialized: Materialized, sourceTopics, consumed: Consumed | None = None) -> "KTable":
+        topology = builder._topology
+        topology.addProcessor(tableName, lambda: KTableSource(storeName), parentName)
+        keySerde = materialized.keySerde or (consumed.keySerde if consumed else None)
+        valueSerde = materialized.valueSerde or (consumed.valueSerde if consumed else None)
+        topology.addStateStore(
+            Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName), keySerde, valueSerde),
+            tableName,
+        )
+        return KTable(builder, tableName, storeName, set(sourceTopics))
+
+    def queryableStoreName(self) -> str:
+        return self._storeName
+
+    def toStream(self, named=None) -> "KStream":
+        """The table's updates as a stream; a tombstone becomes a record with a null value (Kafka ``KTable#toStream``)."""
+        from ._kstream import KStream
+
+        name = nameOf(named) or self._builder._newProcessorName("KTABLE-TOSTREAM-")
+        self._builder._topology.addProcessor(name, KTableToStream, self._name)
+        return KStream(self._builder, name, self._sourceTopics, repartitionRequired=False)

@@ -1,0 +1,174 @@
+"""Per-partition FIFO queues and the task's choice of the next record (Kafka ``RecordQueue``, ``PartitionGroup``)."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any, NamedTuple
+
+from ..errors import StreamsException
+from ..processor import ConsumerRecord, TimestampExtractor
+from ..serialization import Serde
+from .metrics import Metrics
+
+__all__ = ["PartitionGroup", "RawRecord", "RecordQueue", "StampedRecord"]
+
+log = logging.getLogger("kspark.runtime")
+
+
+class RawRecord(NamedTuple):
+    """A record as stored in a topic: serialized key/value, metadata timestamp (ms), headers."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple = ()
+
+
+class StampedRecord(NamedTuple):
+    """A deserialized record with its extracted timestamp (Kafka ``StampedRecord``)."""
+
+    timestamp: int
+    key: Any
+    value: Any
+    headers: tuple
+    topic: str
+    partition: int
+    offset: int
+
+
+class RecordQueue:
+    """FIFO queue of one input partition (Kafka ``RecordQueue``).
+
+    Invariants (rules T-8..T-11): records leave in offset order, never re-sorted; only the head
+    is deserialized and timestamped, lazily, with the partition time at that moment;
+    ``partitionTime`` is the max timestamp of records *polled* from this queue (-1 initially);
+    a record with a negative extracted timestamp is dropped and counted.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        keySerde: Serde,
+        valueSerde: Serde,
+        extractor: TimestampExtractor,
+        metrics: Metrics,
+        taskId: str,
+        sourceNodeName: str,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self._keySerde = keySerde
+        self._valueSerde = valueSerde
+        self._extractor = extractor
+        self._metrics = metrics
+        self._taskId = taskId
+        self.sourceNodeName = sourceNodeName
+        self._raw: deque[RawRecord] = deque()
+        self.head: StampedRecord | None = None
+        self._headRaw: RawRecord | None = None
+        self.partitionTime = -1
+        self.lag: int | None = None  # records known to exist beyond what was added; None = unknown
+
+    def addRawRecords(self, records) -> None:
+        self._raw.extend(records)
+        if self.head is None:
+            self._updateHead()
+
+    def isEmpty(self) -> bool:
+        return self.head is None
+
+    def size(self) -> int:
+        return len(self._raw) + (self.head is not None)
+
+    def poll(self) -> StampedRecord:
+        record = self.head
+        self.head = self._headRaw = None
+        if record.timestamp > self.partitionTime:
+            self.partitionTime = record.timestamp
+        self._updateHead()
+        return record
+
+    def unprocessed(self) -> list[RawRecord]:
+        """Raw records not yet polled (head included), for hosts that carry them to the next batch."""
+        return ([self._headRaw] if self._headRaw is not None else []) + list(self._raw)
+
+    def _updateHead(self) -> None:
+        while self.head is None and self._raw:
+            raw = self._raw.popleft()
+            try:
+                key = self._keySerde.deserialize(self.topic, raw.key)
+                value = self._valueSerde.deserialize(self.topic, raw.value)
+            except Exception as e:
+                raise StreamsException(
+                    f"Deserialization exception handler is set to fail upon a deserialization error. "
+                    f"A deserialization error occurred while processing record from topic={self.topic}, "
+                    f"partition={self.partition}, offset={raw.offset}: {e}"
+                ) from e
+            consumerRecord = ConsumerRecord(self.topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
+            try:
+                ts = self._extractor.extract(consumerRecord, self.partitionTime)
+            except StreamsException:
+                raise
+            except Exception as e:
+                raise StreamsException(
+                    f"Fatal user code error in TimestampExtractor callback for record {consumerRecord}."
+                ) from e
+            if ts < 0:
+                log.warning(
+                    "Skipping record due to negative extracted timestamp. topic=[%s] partition=[%d] offset=[%d] "
+                    "extractedTimestamp=[%d] extractor=[%s]",
+                    self.topic, self.partition, raw.offset, ts, type(self._extractor).__qualname__,
+                )
+                self._metrics.recordDropped(self._taskId, self.sourceNodeName, "negative extracted timestamp")
+                continue
+            self.head = StampedRecord(ts, key, value, raw.headers, self.topic, self.partition, raw.offset)
+            self._headRaw = raw
+
+
+class PartitionGroup:
+    """The queues of one task and its stream time (Kafka ``PartitionGroup``).
+
+    ``nextRecord()`` returns the head of the non-empty queue with the smallest head timestamp
+    (ties: the queue added first); stream time is the max timestamp returned so far (-1
+    initially) and never decreases (rules T-12, T-13). ``readyToProcess`` applies
+    ``max.task.idle.ms`` (rule T-14) using each queue's known ``lag``.
+    """
+
+    def __init__(self, queues: list[RecordQueue], maxTaskIdleMs: int) -> None:
+        self.queues = queues
+        self.streamTime = -1
+        self._maxTaskIdleMs = maxTaskIdleMs
+        self._idleStart: dict[int, int] = {}
+
+    def readyToProcess(self, wallClockTime: int) -> bool:
+        if not any(q.head is not None for q in self.queues):
+            return False
+        if self._maxTaskIdleMs < 0:
+            return True
+        ready = True
+        for i, q in enumerate(self.queues):
+            if q.head is not None:
+                self._idleStart.pop(i, None)
+                continue
+            if q.lag is None or q.lag > 0:
+                return False  # "Waiting to fetch data" / data exists upstream
+            start = self._idleStart.setdefault(i, wallClockTime)
+            if wallClockTime < start + self._maxTaskIdleMs:
+                ready = False
+        return ready
+
+    def nextRecord(self) -> tuple[StampedRecord, RecordQueue] | tuple[None, None]:
+        best = None
+        for q in self.queues:
+            h = q.head
+            if h is not None and (best is None or h.timestamp < best.head.timestamp):
+                best = q
+        if best is None:
+            return None, None
+        record = best.poll()
+        if record.timestamp > self.streamTime:
+            self.streamTime = record.timestamp
+        return record, best

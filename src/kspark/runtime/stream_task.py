@@ -1,0 +1,342 @@
+"""The exact task engine: one Kafka Streams task, host-agnostic (no Spark import).
+
+Both hosts drive this class: ``TopologyTestDriver`` record by record, the Spark host once per
+task and micro-batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from itertools import count
+from typing import Any, Callable, NamedTuple
+
+from ..config import StreamsConfig
+from ..errors import StreamsException
+from ..processor import ProcessorContext, Record, RecordMetadata
+from ..topology import Subtopology
+from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
+from .metrics import NODE_GROUP, MetricName, Metrics
+from .partitioner import partitionForKey
+from .record_queue import PartitionGroup, RawRecord, RecordQueue
+
+__all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
+
+log = logging.getLogger("kspark.runtime")
+
+
+class ProducedRecord(NamedTuple):
+    """A record a sink wrote: raw topic name, partition, timestamp (ms), serialized key/value, headers."""
+
+    topic: str
+    partition: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+
+def encodeHeaders(headers: tuple) -> bytes | None:
+    """Headers as stored in a topic's ``headers`` column (None when there are none)."""
+    if not headers:
+        return None
+    import json
+
+    return json.dumps([[k, None if v is None else bytes(v).hex()] for k, v in headers]).encode()
+
+
+def decodeHeaders(data: bytes | None) -> tuple:
+    if not data:
+        return ()
+    import json
+
+    return tuple((k, None if v is None else bytes.fromhex(v)) for k, v in json.loads(data))
+
+
+class _Node:
+    __slots__ = ("name", "children", "processCounter", "process")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.children: list[_Node] = []
+
+
+class _Context(ProcessorContext):
+    """``ProcessorContext`` of one task; tracks the current node and record (Kafka ``ProcessorContextImpl``)."""
+
+    def __init__(self, task: "StreamTask") -> None:
+        self._task = task
+        self.currentNode: _Node | None = None
+        self.failedNode: _Node | None = None  # innermost node whose process() raised
+        self.metadata: RecordMetadata | None = None
+
+    def forward(self, record: Record, childName: str | None = None) -> None:
+        node = self.currentNode
+        children = node.children
+        if childName is not None:
+            children = [c for c in children if c.name == childName]
+            if not children:
+                raise StreamsException(f"Unknown downstream node: {childName} either does not exist or is not connected to this processor.")
+        try:
+            for child in children:
+                self.currentNode = child
+                child.process(record)
+        except Exception:
+            if self.failedNode is None:
+                self.failedNode = self.currentNode
+            raise
+        finally:
+            self.currentNode = node
+
+    def getStateStore(self, name: str) -> Any:
+        node = self.currentNode
+        if node is None or name not in self._task.storesOf.get(node.name, ()):
+            nodeName = node.name if node else None
+            raise StreamsException(
+                f"Processor {nodeName} has no access to StateStore {name} as the store is not connected to the "
+                "processor. If you add stores manually via '.addStateStore()' make sure to connect the added store "
+                "to the processor by providing the processor name to '.addStateStore()' or connect them via "
+                "'.connectProcessorAndStateStores()'. DSL users need to provide the store name to '.process()', "
+                "'.transform()', or '.transformValues()' to connect the store to the corresponding operator, or they "
+                "can provide a StoreBuilder by implementing the stores() method on the Supplier itself. If you do not "
+                "add stores manually, please file a bug report at https://issues.apache.org/jira/projects/KAFKA."
+            )
+        return self._task.stores[name]
+
+    def recordMetadata(self) -> RecordMetadata | None:
+        return self.metadata
+
+    def taskId(self) -> str:
+        return self._task.taskId
+
+    def applicationId(self) -> str:
+        return self._task.applicationId
+
+    def currentStreamTimeMs(self) -> int:
+        return self._task.partitionGroup.streamTime
+
+    def currentSystemTimeMs(self) -> int:
+        return self._task.wallClockTime
+
+    def metrics(self) -> Metrics:
+        return self._task.metrics
+
+
+class StreamTask:
+    """One task: a sub-topology instance for one input partition number (Kafka ``StreamTask``).
+
+    Parameters
+    ----------
+    taskId : str
+        ``"<subtopology>_<partition>"``.
+    subtopology : Subtopology
+        The nodes to instantiate (a host may pass several merged into one, as TopologyTestDriver does).
+    storeBuilders : dict of store name -> StoreBuilder
+    config : StreamsConfig
+    partition : int
+        The input partition number every source topic of this task is read at.
+    topicName : callable
+        Maps a raw topic name to the physical one (internal topics get the application id prefix).
+    numPartitions : callable
+        Physical topic name -> partition count, for sinks.
+    """
+
+    def __init__(
+        self,
+        taskId: str,
+        subtopology: Subtopology,
+        storeBuilders: dict,
+        config: StreamsConfig,
+        partition: int,
+        topicName: Callable[[str], str],
+        numPartitions: Callable[[str], int],
+    ) -> None:
+        self.taskId = taskId
+        self.applicationId = config.get(StreamsConfig.APPLICATION_ID_CONFIG) or ""
+        self.metrics = Metrics()
+        self.produced: list[ProducedRecord] = []
+        self.wallClockTime = 0
+        self.context = _Context(self)
+        defaultKey, defaultValue = config.defaultKeySerde(), config.defaultValueSerde()
+        self.stores = {
+            name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
+        }
+        self.storesOf: dict[str, set[str]] = {}
+        nodes: dict[str, _Node] = {}
+        self._processors: list = []
+        queues: list[RecordQueue] = []
+        self.queueOf: dict[str, RecordQueue] = {}
+        self._nullKeyCounters: dict[str, Any] = {}
+        for spec in subtopology.nodes:
+            node = _Node(spec.name)
+            node.processCounter = MetricName(
+                "process-total", NODE_GROUP, (("task-id", taskId), ("processor-node-id", spec.name))
+            )
+            if isinstance(spec, SourceNodeSpec):
+                node.process = self._forwarder(node)
+                for topic in spec.topics:
+                    physical = topicName(topic)
+                    q = RecordQueue(
+                        physical, partition,
+                        spec.keySerde or defaultKey, spec.valueSerde or defaultValue,
+                        spec.timestampExtractor or config.defaultTimestampExtractor(),
+                        self.metrics, taskId, spec.name,
+                    )
+                    q.sourceNode = node
+                    queues.append(q)
+                    self.queueOf[physical] = q
+            elif isinstance(spec, ProcessorNodeSpec):
+                processor = spec.supplier()
+                if processor is None or not hasattr(processor, "process"):
+                    raise StreamsException(
+                        f"Processor supplier of {spec.name} returned {processor!r}, not a Processor"
+                    )
+                node.process = self._processorCall(node, processor)
+                self._processors.append((node, processor))
+                self.storesOf[spec.name] = set(spec.stores)
+            else:
+                node.process = self._sinkCall(node, spec, topicName(spec.topic), numPartitions, defaultKey, defaultValue)
+            nodes[spec.name] = node
+        for spec in subtopology.nodes:
+            for parent in getattr(spec, "parents", []):
+                nodes[parent].children.append(nodes[spec.name])
+        self.partitionGroup = PartitionGroup(queues, config.get(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG))
+        self._initialized = False
+
+    # ------------------------------------------------------------------ node behaviour
+    def _forwarder(self, node: _Node):
+        context = self.context
+        counters = self.metrics.counters
+
+        def process(record: Record) -> None:
+            counters[node.processCounter] += 1
+            context.currentNode = node
+            context.forward(record)
+
+        return process
+
+    def _processorCall(self, node: _Node, processor):
+        counters = self.metrics.counters
+        call = processor.process
+
+        def process(record: Record) -> None:
+            counters[node.processCounter] += 1
+            call(record)
+
+        return process
+
+    def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
+        keySerde = spec.keySerde or defaultKey
+        valueSerde = spec.valueSerde or defaultValue
+        partitioner = spec.partitioner
+        produced = self.produced
+        counters = self.metrics.counters
+        roundRobin = count()
+        cache: list[int] = []
+
+        def process(record: Record) -> None:
+            counters[node.processCounter] += 1
+            if not cache:
+                cache.append(numPartitions(topic))
+            n = cache[0]
+            key, value = record.key(), record.value()
+            try:
+                keyBytes = keySerde.serialize(topic, key)
+                valueBytes = valueSerde.serialize(topic, value)
+            except Exception as e:
+                raise StreamsException(
+                    f"Error serializing record to topic {topic} in sink node {spec.name}: {e}"
+                ) from e
+            partition = partitioner(topic, key, value, n) if partitioner else None
+            if partition is None:
+                # DP-1: the producer hashes a non-null key; a null key is spread without hashing
+                # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
+                partition = partitionForKey(keyBytes, n) if keyBytes is not None else next(roundRobin) % n
+            elif not 0 <= partition < n:
+                raise StreamsException(
+                    f"Partitioner of sink {spec.name} returned partition {partition} for topic {topic} with {n} partitions"
+                )
+            produced.append(ProducedRecord(topic, partition, record.timestamp(), keyBytes, valueBytes, record.headers()))
+
+        return process
+
+    # ------------------------------------------------------------------ lifecycle
+    def initialize(self) -> None:
+        """Call ``init(context)`` on every processor, in topology order."""
+        for node, processor in self._processors:
+            self.context.currentNode = node
+            processor.init(self.context)
+        self.context.currentNode = None
+        self._initialized = True
+
+    def close(self) -> None:
+        for node, processor in self._processors:
+            self.context.currentNode = node
+            processor.close()
+        self.context.currentNode = None
+        for store in self.stores.values():
+            store.close()
+
+    def addRecords(self, topic: str, records: list[RawRecord], lag: int | None = 0) -> None:
+        """Append raw records of ``topic`` (this task's partition) in offset order; ``lag`` = records
+        known to exist upstream beyond them (0 = caught up, None = unknown)."""
+        q = self.queueOf[topic]
+        q.addRawRecords(records)
+        q.lag = lag
+
+    def process(self, wallClockTime: int) -> bool:
+        """Process the next record if the task is ready; return whether one was processed."""
+        self.wallClockTime = wallClockTime
+        if not self.partitionGroup.readyToProcess(wallClockTime):
+            return False
+        record, queue = self.partitionGroup.nextRecord()
+        if record is None:
+            return False
+        context = self.context
+        context.metadata = RecordMetadata(record.topic, record.partition, record.offset)
+        try:
+            queue.sourceNode.process(Record(record.key, record.value, record.timestamp, record.headers))
+        except StreamsException:
+            raise
+        except Exception as e:
+            node = (context.failedNode or queue.sourceNode).name
+            raise StreamsException(
+                f"Exception caught in process. taskId={self.taskId}, processor={node}, topic={record.topic}, "
+                f"partition={record.partition}, offset={record.offset}, stacktrace={type(e).__name__}: {e}"
+            ) from e
+        finally:
+            context.currentNode = context.failedNode = None
+            context.metadata = None
+        return True
+
+    def processAll(self, wallClockTime: int) -> int:
+        n = 0
+        while self.process(wallClockTime):
+            n += 1
+        return n
+
+    def drainProduced(self) -> list[ProducedRecord]:
+        out = self.produced[:]
+        self.produced.clear()
+        return out
+
+    # ------------------------------------------------------------------ checkpointable state
+    def checkpoint(self) -> dict:
+        """Everything a host must keep to resume this task later: stream/partition times,
+        records not processed yet, and store contents (all picklable)."""
+        return {
+            "streamTime": self.partitionGroup.streamTime,
+            "partitionTimes": {t: q.partitionTime for t, q in self.queueOf.items()},
+            "unprocessed": {t: q.unprocessed() for t, q in self.queueOf.items() if q.size()},
+            "stores": {name: store.snapshot() for name, store in self.stores.items()},
+        }
+
+    def restore(self, state: dict) -> None:
+        self.partitionGroup.streamTime = state["streamTime"]
+        for topic, t in state["partitionTimes"].items():
+            if topic in self.queueOf:
+                self.queueOf[topic].partitionTime = t
+        for name, data in state["stores"].items():
+            if name in self.stores:
+                self.stores[name].restore(data)
+        for topic, raws in state["unprocessed"].items():
+            self.queueOf[topic].addRawRecords([RawRecord(*r) for r in raws])

@@ -1,0 +1,247 @@
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator, NamedTuple
+
+from ..serialization import Serde
+
+__all__ = [
+    "KeyValueBytesStoreSupplier",
+    "KeyValueIterator",
+    "KeyValueStore",
+    "StoreBuilder",
+    "Stores",
+    "TimestampedKeyValueStore",
+    "ValueAndTimestamp",
+]
+
+log = logging.getLogger("kspark.state")
+
+
+class ValueAndTimestamp(NamedTuple):
+    """A value with the timestamp (ms) of the record that wrote it (Kafka ``ValueAndTimestamp``)."""
+
+    value: Any
+    timestamp: int
+
+
+class KeyValueIterator:
+    """Iterator of ``KeyValue`` pairs; ``close()`` (or ``with``) releases it (Kafka ``KeyValueIterator``)."""
+
+    def __init__(self, items: list) -> None:
+        self._it = iter(items)
+
+    def __iter__(self) -> "KeyValueIterator":
+        return self
+
+    def __next__(self):
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it = iter(())
+
+    def __enter__(self) -> "KeyValueIterator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KeyValueStore:
+    """A key-value store of one task (Kafka ``KeyValueStore``, rule E-2).
+
+    ``get`` returns ``None`` when absent; ``put(k, None)`` deletes; ``putIfAbsent`` returns the
+    previous value; ``delete`` returns the old value; ``range``/``all`` iterate in unsigned
+    lexicographic order of the *serialized* key, as Kafka's byte-keyed stores do. A ``None`` key
+    raises ``TypeError`` (Kafka: ``NullPointerException``).
+
+    Values are kept as Python objects (not copies): mutating a value after ``put`` changes the
+    stored value. On the Spark host a task's stores are saved to Spark's checkpointed state at
+    the end of every micro-batch.
+    """
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
+        self._name = name
+        self._keySerde = keySerde
+        self._valueSerde = valueSerde
+        self._persistent = persistent
+        self._data: dict[bytes, tuple[Any, Any]] = {}
+        self._open = True
+
+    # -- StateStore
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return self._persistent
+
+    def isOpen(self) -> bool:
+        return self._open
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._open = False
+
+    # -- contents as a picklable value, for hosts that checkpoint stores
+    def snapshot(self) -> dict:
+        return self._data
+
+    def restore(self, data: dict) -> None:
+        self._data = data
+
+    def _keyBytes(self, key: Any) -> bytes:
+        if key is None:
+            raise TypeError(f"Null key is not allowed in store {self._name}")
+        return self._keySerde.serialize(self._name, key)
+
+    # -- KeyValueStore
+    def get(self, key: Any) -> Any:
+        entry = self._data.get(self._keyBytes(key))
+        return None if entry is None else entry[1]
+
+    def put(self, key: Any, value: Any) -> None:
+        kb = self._keyBytes(key)
+        if value is None:
+            self._data.pop(kb, None)
+        else:
+            self._data[kb] = (key, value)
+
+    def putIfAbsent(self, key: Any, value: Any) -> Any:
+        old = self.get(key)
+        if old is None:
+            self.put(key, value)
+        return old
+
+    def putAll(self, entries) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: Any) -> Any:
+        entry = self._data.pop(self._keyBytes(key), None)
+        return None if entry is None else entry[1]
+
+    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end."""
+        from ..keyvalue import KeyValue
+
+        lo = None if fromKey is None else self._keyBytes(fromKey)
+        hi = None if toKey is None else self._keyBytes(toKey)
+        if lo is not None and hi is not None and lo > hi:
+            log.warning(
+                "Returning empty iterator for fetch with invalid key range: from > to. This may be due to "
+                "range arguments set in the wrong order, or serdes that don't preserve ordering when "
+                "lexicographically comparing the serialized bytes."
+            )
+            return KeyValueIterator([])
+        items = [
+            KeyValue(k, v)
+            for kb, (k, v) in sorted(self._data.items())
+            if (lo is None or kb >= lo) and (hi is None or kb <= hi)
+        ]
+        return KeyValueIterator(items)
+
+    def all(self) -> KeyValueIterator:
+        return self.range()
+
+    def approximateNumEntries(self) -> int:
+        return len(self._data)
+
+
+class TimestampedKeyValueStore(KeyValueStore):
+    """A ``KeyValueStore`` whose values are ``ValueAndTimestamp`` (Kafka ``TimestampedKeyValueStore``).
+
+    Used by KTables (rule T-17).
+    """
+
+
+class KeyValueBytesStoreSupplier(NamedTuple):
+    """Names a key-value store and its kind (Kafka ``KeyValueBytesStoreSupplier``)."""
+
+    name: str
+    persistent: bool
+    timestamped: bool = False
+
+    def metricsScope(self) -> str:
+        return "rocksdb" if self.persistent else "in-memory"
+
+
+class StoreBuilder:
+    """Builds one store instance per task (Kafka ``StoreBuilder``)."""
+
+    def __init__(self, supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None, valueSerde: Serde | None) -> None:
+        self._supplier = supplier
+        self._keySerde = keySerde
+        self._valueSerde = valueSerde
+        self._caching = False
+        self._logging = True
+
+    def name(self) -> str:
+        return self._supplier.name
+
+    def withCachingEnabled(self) -> "StoreBuilder":
+        self._caching = True
+        return self
+
+    def withCachingDisabled(self) -> "StoreBuilder":
+        self._caching = False
+        return self
+
+    def withLoggingEnabled(self, config: dict | None = None) -> "StoreBuilder":
+        self._logging = True
+        return self
+
+    def withLoggingDisabled(self) -> "StoreBuilder":
+        self._logging = False
+        return self
+
+    def loggingEnabled(self) -> bool:
+        return self._logging
+
+    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore:
+        cls = TimestampedKeyValueStore if self._supplier.timestamped else KeyValueStore
+        return cls(
+            self._supplier.name,
+            self._keySerde or defaultKeySerde,
+            self._valueSerde or defaultValueSerde,
+            self._supplier.persistent,
+        )
+
+
+class Stores:
+    """Factory of store suppliers and builders (Kafka ``Stores``, rule E-4)."""
+
+    @staticmethod
+    def inMemoryKeyValueStore(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_checkName(name), persistent=False)
+
+    @staticmethod
+    def persistentKeyValueStore(name: str) -> KeyValueBytesStoreSupplier:
+        """A persistent store: on the Spark host it lives in Spark's checkpointed (RocksDB) state."""
+        return KeyValueBytesStoreSupplier(_checkName(name), persistent=True)
+
+    @staticmethod
+    def persistentTimestampedKeyValueStore(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_checkName(name), persistent=True, timestamped=True)
+
+    @staticmethod
+    def keyValueStoreBuilder(
+        supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None = None, valueSerde: Serde | None = None
+    ) -> StoreBuilder:
+        """Builder of a ``KeyValueStore``; ``None`` serdes fall back to the default serdes."""
+        if not isinstance(supplier, KeyValueBytesStoreSupplier):
+            raise TypeError("supplier must come from Stores.inMemoryKeyValueStore/persistentKeyValueStore")
+        return StoreBuilder(supplier, keySerde, valueSerde)
+
+    @staticmethod
+    def timestampedKeyValueStoreBuilder(
+        supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None = None, valueSerde: Serde | None = None
+    ) -> StoreBuilder:
+        return StoreBuilder(supplier._replace(timestamped=True), keySerde, valueSerde)
+
+
+def _checkName(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError("name cannot be null")  # Kafka: NullPointerException("name cannot be null")
+    return name

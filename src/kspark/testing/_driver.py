@@ -1,0 +1,314 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+from .._duration import toMillis
+from ..config import StreamsConfig
+from ..keyvalue import KeyValue
+from ..runtime.metrics import MetricName
+from ..runtime.record_queue import RawRecord
+from ..runtime.stream_task import StreamTask, decodeHeaders
+from ..serialization import Serde
+from ..state import KeyValueIterator, TimestampedKeyValueStore
+from ..topology import Subtopology, Topology
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+__all__ = ["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
+
+
+class TestRecord:
+    """A record read from or piped into a test topic (Kafka ``TestRecord``).
+
+    Equality compares key, value, timestamp (ms) and headers.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, key: Any, value: Any, timestamp: int | None = None, headers: tuple = ()) -> None:
+        self._key, self._value, self._timestamp, self._headers = key, value, timestamp, tuple(headers or ())
+
+    def key(self) -> Any:
+        return self._key
+
+    def value(self) -> Any:
+        return self._value
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    getRecordTime = timestamp
+
+    def headers(self) -> tuple:
+        return self._headers
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TestRecord) and (self._key, self._value, self._timestamp, self._headers) == (
+            other._key, other._value, other._timestamp, other._headers
+        )
+
+    def __repr__(self) -> str:
+        h = f", headers={self._headers!r}" if self._headers else ""
+        return f"TestRecord(key={self._key!r}, value={self._value!r}, timestamp={self._timestamp}{h})"
+
+
+class TestInputTopic:
+    """Pipes records into a driver's input topic (Kafka ``TestInputTopic``)."""
+
+    __test__ = False
+
+    def __init__(self, driver: "TopologyTestDriver", topic: str, keySerde: Serde, valueSerde: Serde,
+                 startTimestampMs: int, autoAdvanceMs: int) -> None:
+        self._driver, self._topic = driver, topic
+        self._keySerde, self._valueSerde = keySerde, valueSerde
+        self._currentTime = startTimestampMs
+        self._advance = autoAdvanceMs
+
+    def advanceTime(self, advance: int | timedelta) -> None:
+        ms = toMillis(advance, "advance")
+        if ms < 0:
+            raise ValueError("advance must be positive")
+        self._currentTime += ms
+
+    def pipeInput(self, key: Any = None, value: Any = None, timestamp: int | datetime | None = None,
+                  headers: tuple = ()) -> None:
+        """Pipe one record; ``timestamp`` is ms (int, must be >= 0) or an aware ``datetime``
+        (may be before the epoch, to test invalid timestamps); ``None`` uses the topic's
+        current time, then advances it by ``autoAdvance``.
+
+        Raises
+        ------
+        ValueError
+            If an int ``timestamp`` is negative (Kafka: ``IllegalArgumentException``).
+        """
+        if isinstance(key, TestRecord):
+            key, value, timestamp, headers = key.key(), key.value(), key.timestamp(), key.headers()
+        if timestamp is None:
+            ts = self._currentTime
+            self._currentTime += self._advance
+        elif isinstance(timestamp, datetime):
+            if timestamp.tzinfo is None:
+                raise ValueError("timestamp datetime must be timezone-aware")
+            ts = (timestamp - _EPOCH) // timedelta(milliseconds=1)
+        else:
+            if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+                raise TypeError("timestamp must be int ms or a timezone-aware datetime")
+            if timestamp < 0:
+                raise ValueError(f"Timestamp cannot be negative, got {timestamp}")
+            ts = timestamp
+        self._driver._pipeRecord(
+            self._topic,
+            self._keySerde.serialize(self._topic, key),
+            self._valueSerde.serialize(self._topic, value),
+            ts,
+            tuple(headers or ()),
+        )
+
+    def pipeValueList(self, values) -> None:
+        for v in values:
+            self.pipeInput(None, v)
+
+    def pipeKeyValueList(self, keyValues) -> None:
+        for k, v in keyValues:
+            self.pipeInput(k, v)
+
+    def pipeRecordList(self, records) -> None:
+        for r in records:
+            self.pipeInput(r)
+
+
+class TestOutputTopic:
+    """Reads what the topology wrote to a topic, in order (Kafka ``TestOutputTopic``)."""
+
+    __test__ = False
+
+    def __init__(self, driver: "TopologyTestDriver", topic: str, keySerde: Serde, valueSerde: Serde) -> None:
+        self._driver, self._topic = driver, topic
+        self._keySerde, self._valueSerde = keySerde, valueSerde
+
+    def readRecord(self) -> TestRecord:
+        """The next record. Raises ``LookupError`` if there is none (Kafka: ``NoSuchElementException``)."""
+        queue = self._driver._outputs.get(self._topic)
+        if not queue:
+            raise LookupError(f"Empty topic: {self._topic}")
+        r = queue.pop(0)
+        return TestRecord(
+            self._keySerde.deserialize(self._topic, r.key),
+            self._valueSerde.deserialize(self._topic, r.value),
+            r.timestamp,
+            r.headers,
+        )
+
+    def readValue(self) -> Any:
+        return self.readRecord().value()
+
+    def readKeyValue(self) -> KeyValue:
+        r = self.readRecord()
+        return KeyValue(r.key(), r.value())
+
+    def readRecordsToList(self) -> list[TestRecord]:
+        out = []
+        while not self.isEmpty():
+            out.append(self.readRecord())
+        return out
+
+    def readKeyValuesToList(self) -> list[KeyValue]:
+        return [KeyValue(r.key(), r.value()) for r in self.readRecordsToList()]
+
+    def readValuesToList(self) -> list[Any]:
+        return [r.value() for r in self.readRecordsToList()]
+
+    def readKeyValuesToMap(self) -> dict:
+        return {r.key(): r.value() for r in self.readRecordsToList()}
+
+    def getQueueSize(self) -> int:
+        return len(self._driver._outputs.get(self._topic, ()))
+
+    def isEmpty(self) -> bool:
+        return self.getQueueSize() == 0
+
+
+class _PlainValueStore:
+    """Read view of a timestamped store that returns plain values (Kafka TTD's facade)."""
+
+    def __init__(self, store: TimestampedKeyValueStore) -> None:
+        self._store = store
+
+    def name(self) -> str:
+        return self._store.name()
+
+    def get(self, key: Any) -> Any:
+        v = self._store.get(key)
+        return None if v is None else v.value
+
+    def all(self) -> KeyValueIterator:
+        return KeyValueIterator([KeyValue(k, v.value) for k, v in self._store.all()])
+
+    def approximateNumEntries(self) -> int:
+        return self._store.approximateNumEntries()
+
+
+class TopologyTestDriver:
+    """Runs a topology in process, record by record, on the production task engine (Kafka ``TopologyTestDriver``).
+
+    Rules TTD-1..TTD-4: every topic has one partition; the whole topology is one task
+    (``0_0``); after each piped record the driver processes until nothing is processable,
+    re-feeding records written to repartition topics into the task, so stream time and stores
+    see records exactly as a single-partition Kafka Streams application would.
+
+    Parameters
+    ----------
+    topology : Topology
+    config : mapping, optional
+        Streams configuration (``StreamsConfig`` keys).
+    initialWallClockTime : int or datetime, optional
+        The mock wall-clock time in ms (default 0).
+    """
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | None = None,
+                 initialWallClockTime: int | datetime = 0) -> None:
+        props = {StreamsConfig.APPLICATION_ID_CONFIG: "topology-test-driver", **(config or {})}
+        self._config = StreamsConfig(props)
+        self._appId = self._config.get(StreamsConfig.APPLICATION_ID_CONFIG)
+        if isinstance(initialWallClockTime, datetime):
+            initialWallClockTime = int(initialWallClockTime.timestamp() * 1000)
+        self._wallClock = initialWallClockTime
+        self._topology = topology
+        self._internal = {Topology.decorate(self._appId, t, True) for t in topology.internalTopics()}
+        whole = Subtopology(0, [n for s in topology.subtopologies() for n in s.nodes],
+                            list(topology.storeBuilders()))
+        self._task = StreamTask(
+            "0_0", whole, topology.storeBuilders(), self._config, 0,
+            lambda t: Topology.decorate(self._appId, t, t in topology.internalTopics()),
+            lambda t: 1,
+        )
+        for queue in self._task.queueOf.values():
+            queue.lag = 0  # everything piped is available at once: never wait for a partition
+        self._offsets: dict[str, int] = {}
+        self._outputs: dict[str, list] = {}
+        self._task.initialize()
+
+    # ------------------------------------------------------------------ topics
+    def createInputTopic(self, topicName: str, keySerializer: Serde | None = None,
+                         valueSerializer: Serde | None = None, startTimestamp: int | datetime | None = None,
+                         autoAdvance: int | timedelta = 0) -> TestInputTopic:
+        """An input topic; ``None`` serdes use ``default.key.serde``/``default.value.serde`` (or the
+        source's serdes when the topic is read by exactly one source with its own serdes)."""
+        if topicName not in self._task.queueOf:
+            raise ValueError(f"Unknown topic: {topicName}")
+        if isinstance(startTimestamp, datetime):
+            startTimestamp = int(startTimestamp.timestamp() * 1000)
+        q = self._task.queueOf[topicName]
+        return TestInputTopic(
+            self, topicName, keySerializer or q._keySerde, valueSerializer or q._valueSerde,
+            self._wallClock if startTimestamp is None else startTimestamp, toMillis(autoAdvance, "autoAdvance"),
+        )
+
+    def createOutputTopic(self, topicName: str, keyDeserializer: Serde | None = None,
+                          valueDeserializer: Serde | None = None) -> TestOutputTopic:
+        """An output topic; ``None`` deserializers use the sink's serdes, else the defaults."""
+        sink = next((n for s in self._topology.subtopologies() for n in s.nodes
+                     if getattr(n, "topic", None) == topicName), None)
+        keySerde = keyDeserializer or (sink and sink.keySerde) or self._config.defaultKeySerde()
+        valueSerde = valueDeserializer or (sink and sink.valueSerde) or self._config.defaultValueSerde()
+        return TestOutputTopic(self, topicName, keySerde, valueSerde)
+
+    def producedTopicNames(self) -> set[str]:
+        return set(self._outputs)
+
+    # ------------------------------------------------------------------ processing
+    def _pipeRecord(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: tuple) -> None:
+        self._enqueue(topic, key, value, timestamp, headers)
+        self._completeAllProcessableWork()
+
+    def _enqueue(self, topic, key, value, timestamp, headers) -> None:
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        self._task.addRecords(topic, [RawRecord(offset, timestamp, key, value, headers)], lag=0)
+
+    def _completeAllProcessableWork(self) -> None:
+        while self._task.process(self._wallClock):
+            self._routeProduced()
+        self._routeProduced()
+
+    def _routeProduced(self) -> None:
+        for r in self._task.drainProduced():
+            if r.topic in self._internal:
+                self._enqueue(r.topic, r.key, r.value, r.timestamp, r.headers)
+            else:
+                self._outputs.setdefault(r.topic, []).append(r)
+
+    def advanceWallClockTime(self, advance: int | timedelta) -> None:
+        """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
+        self._wallClock += toMillis(advance, "advance")
+        self._completeAllProcessableWork()
+
+    # ------------------------------------------------------------------ stores and metrics
+    def getStateStore(self, name: str) -> Any:
+        return self._task.stores.get(name)
+
+    def getKeyValueStore(self, name: str) -> Any:
+        """The store ``name`` (a timestamped KTable store is shown with plain values), or None."""
+        store = self._task.stores.get(name)
+        return _PlainValueStore(store) if isinstance(store, TimestampedKeyValueStore) else store
+
+    def getTimestampedKeyValueStore(self, name: str) -> Any:
+        store = self._task.stores.get(name)
+        return store if isinstance(store, TimestampedKeyValueStore) else None
+
+    def getAllStateStores(self) -> dict[str, Any]:
+        return dict(self._task.stores)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Counters by ``MetricName`` (e.g. ``dropped-records-total`` of group ``stream-task-metrics``)."""
+        return dict(self._task.metrics.counters)
+
+    def close(self) -> None:
+        self._task.close()
+
+    def __enter__(self) -> "TopologyTestDriver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
