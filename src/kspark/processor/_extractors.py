@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import StreamsException
 
@@ -20,25 +20,48 @@ __all__ = [
 log = logging.getLogger("kspark.processor")
 
 
-class ConsumerRecord(NamedTuple):
+class ConsumerRecord:
     """A deserialized input record as handed to a ``TimestampExtractor`` (Kafka ``ConsumerRecord``).
 
-    ``timestamp`` is the record's metadata timestamp (CreateTime or LogAppendTime) in ms.
+    Accessors as in Kafka: ``topic()``, ``partition()``, ``offset()``, ``timestamp()`` (the
+    metadata timestamp, CreateTime or LogAppendTime, in ms), ``key()``, ``value()``, ``headers()``.
     """
 
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: Any
-    value: Any
-    headers: tuple = ()
+    __slots__ = ("_topic", "_partition", "_offset", "_timestamp", "_key", "_value", "_headers")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, key: Any, value: Any,
+                 headers: tuple = ()) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+        self._timestamp, self._key, self._value, self._headers = timestamp, key, value, headers
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> int:
+        return self._timestamp
+
+    def key(self) -> Any:
+        return self._key
+
+    def value(self) -> Any:
+        return self._value
+
+    def headers(self) -> tuple:
+        return self._headers
 
     def __str__(self) -> str:
         return (
-            f"ConsumerRecord(topic = {self.topic}, partition = {self.partition}, offset = {self.offset}, "
-            f"timestamp = {self.timestamp}, key = {self.key}, value = {self.value})"
+            f"ConsumerRecord(topic = {self._topic}, partition = {self._partition}, offset = {self._offset}, "
+            f"timestamp = {self._timestamp}, key = {self._key}, value = {self._value})"
         )
+
+    __repr__ = __str__
 
 
 class TimestampExtractor(ABC):
@@ -58,7 +81,7 @@ class ExtractRecordMetadataTimestamp(TimestampExtractor):
     """Uses the record's metadata timestamp; negative ones go to ``onInvalidTimestamp`` (rule T-3)."""
 
     def extract(self, record: ConsumerRecord, partitionTime: int) -> int:
-        ts = record.timestamp
+        ts = record.timestamp()
         if ts < 0:
             return self.onInvalidTimestamp(record, ts, partitionTime)
         return ts

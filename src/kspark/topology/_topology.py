@@ -259,10 +259,18 @@ class TopologyDescription:
         for name, children in t._children.items():
             for c in children:
                 parentsOf[c].append(name)
+        size: dict[str, int] = {}
+
+        def subtreeSize(name: str) -> int:  # Kafka's AbstractNode.size: 1 + sizes of successors
+            if name not in size:
+                size[name] = 1 + sum(subtreeSize(c) for c in t._children[name])
+            return size[name]
+
         lines = ["Topologies:"]
         for sub in t.subtopologies():
             lines.append(f"   Sub-topology: {sub.id}")
-            for n in sub.nodes:
+            # Kafka's NODE_COMPARATOR: larger sub-tree first, then by name
+            for n in sorted(sub.nodes, key=lambda n: (-subtreeSize(n.name), n.name)):
                 children = t._children[n.name]
                 if isinstance(n, SourceNodeSpec):
                     lines.append(f"    Source: {n.name} (topics: [{', '.join(n.topics)}])")
