@@ -1,0 +1,447 @@
+"""Spark Structured Streaming source and sink over :class:`kspark.topics.LocalTopics`.
+
+Registered as the Python data source ``"kspark-topics"``.
+
+Source options
+    ``root`` (LocalTopics directory), ``topics`` (comma-separated names) and optionally
+    ``maxRecordsPerTrigger`` (records per micro-batch across all partitions, shared fairly).
+    Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
+    offset order (``lag`` null), then one marker row (``offset`` -1, ``timestamp`` 0, null
+    bytes) whose ``lag`` is how many records of that topic-partition were already in the log
+    when the batch was planned but lie beyond the batch (0 = caught up).
+
+Sink options
+    ``root``, ``producer`` (stable id making replays of a batch idempotent) and optionally
+    ``metricsDir``. Rows whose ``topic`` is null carry a flat JSON object of numeric counters
+    in ``metrics``; the counters are summed per batch into ``<metricsDir>/<batchId:020d>.json``.
+    Other rows are appended, in the order received per topic-partition, exactly once per batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+from ..topics import RECORD_SCHEMA, LocalTopics, UnknownTopicOrPartitionException
+
+__all__ = [
+    "SINK_SCHEMA",
+    "SOURCE_SCHEMA",
+    "LocalTopicsCommitMessage",
+    "LocalTopicsDataSource",
+    "LocalTopicsStreamReader",
+    "LocalTopicsStreamWriter",
+    "TopicPartitionRange",
+    "registerDataSource",
+]
+
+SOURCE_SCHEMA = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", LongType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("headers", BinaryType()),
+        StructField("lag", LongType()),
+    ]
+)
+"""Rows of the source; ``timestamp`` in ms, ``offset`` -1 and ``lag`` set on marker rows."""
+
+SINK_SCHEMA = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("timestamp", LongType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("headers", BinaryType()),
+        StructField("metrics", StringType()),
+    ]
+)
+"""Rows the sink accepts (any column order); ``timestamp`` in ms."""
+
+# The Arrow form Spark expects from read(): every field nullable, as Spark's own conversion makes it.
+_SOURCE_ARROW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", pa.binary()),
+        ("lag", pa.int64()),
+    ]
+)
+_MAX_BATCH_ROWS = 65536
+
+
+def _offsetKey(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+def _option(options, name: str) -> str:
+    value = options.get(name)
+    if not value:
+        raise ValueError(f"Option '{name}' is required by the kspark-topics data source")
+    return value
+
+
+class LocalTopicsDataSource(DataSource):
+    """The ``"kspark-topics"`` data source: a streaming source and sink over ``LocalTopics``.
+
+    See the module docstring for the options, and :data:`SOURCE_SCHEMA` / :data:`SINK_SCHEMA`.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "kspark-topics"
+
+    def schema(self) -> StructType:
+        return SOURCE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> "LocalTopicsStreamReader":
+        return LocalTopicsStreamReader(self.options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> "LocalTopicsStreamWriter":
+        return LocalTopicsStreamWriter(self.options, schema)
+
+
+# ---------------------------------------------------------------------- source
+
+
+@dataclass(frozen=True)
+class TopicPartitionRange(InputPartition):
+    """The offsets ``[start, end)`` of one topic-partition read by one Spark task.
+
+    ``lag`` is the partition's end offset at planning time minus ``end`` (records).
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    lag: int
+
+
+class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader of the partitions of ``topics``; offsets are ``{"<topic>/<partition>": next}``.
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        ``root``, ``topics`` and optionally ``maxRecordsPerTrigger`` (a positive integer).
+
+    Raises
+    ------
+    ValueError
+        If a required option is missing or ``maxRecordsPerTrigger`` is not a positive integer.
+    UnknownTopicOrPartitionException
+        If a topic does not exist.
+    """
+
+    def __init__(self, options) -> None:
+        self._root = _option(options, "root")
+        self._topics = LocalTopics(self._root)
+        names = [t.strip() for t in _option(options, "topics").split(",") if t.strip()]
+        self._partitions: list[tuple[str, int]] = []
+        for topic in names:
+            numPartitions = self._topics.partitionsFor(topic)
+            if numPartitions is None:
+                raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {topic}")
+            self._partitions += [(topic, p) for p in range(numPartitions)]
+        maxRecords = options.get("maxRecordsPerTrigger")
+        self._maxRecordsPerTrigger = None
+        if maxRecords is not None:
+            if not str(maxRecords).strip().isdigit() or int(maxRecords) < 1:
+                raise ValueError(f"Option 'maxRecordsPerTrigger' must be a positive integer, got {maxRecords!r}")
+            self._maxRecordsPerTrigger = int(maxRecords)
+        self._availableNowTargets: dict[str, int] | None = None
+
+    def _endOffsets(self) -> dict[str, int]:
+        return {_offsetKey(t, p): self._topics.endOffset(t, p) for t, p in self._partitions}
+
+    def initialOffset(self) -> dict:
+        return {_offsetKey(t, p): 0 for t, p in self._partitions}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self._maxRecordsPerTrigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self._maxRecordsPerTrigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._availableNowTargets = self._endOffsets()
+
+    def reportLatestOffset(self) -> dict:
+        return self._endOffsets()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """End offsets of the next batch: everything available, at most ``limit`` records.
+
+        Under ``Trigger.AvailableNow`` the end never passes the targets captured by
+        :meth:`prepareForTriggerAvailableNow`. A ``ReadMaxRows`` limit is shared fairly:
+        every partition with records gets an equal share, unused shares go to the others.
+        Other limits read everything available.
+        """
+        ends = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
+        starts = {key: start.get(key, 0) for key in ends}
+        available = {key: max(0, ends[key] - starts[key]) for key in ends}
+        if isinstance(limit, ReadMaxRows):
+            taken = _fairShares(available, limit.max_rows)
+        else:
+            taken = available
+        return {key: starts[key] + taken[key] for key in ends}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """One range per topic-partition, empty ranges included (each yields its marker row)."""
+        latest = self._endOffsets()
+        ranges = []
+        for topic, partition in self._partitions:
+            key = _offsetKey(topic, partition)
+            first = start.get(key, 0)
+            last = end.get(key, first)
+            ranges.append(TopicPartitionRange(topic, partition, first, last, max(0, latest[key] - last)))
+        return ranges
+
+    def read(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
+        """The data rows of ``partition`` in offset order, then its marker row."""
+        if partition.end > partition.start:
+            table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
+            for batch in table.to_batches(max_chunksize=_MAX_BATCH_ROWS):
+                n = batch.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.repeat(pa.scalar(partition.topic, pa.string()), n),
+                        pa.repeat(pa.scalar(partition.partition, pa.int32()), n),
+                        batch.column("offset"),
+                        batch.column("timestamp"),
+                        batch.column("key"),
+                        batch.column("value"),
+                        batch.column("headers"),
+                        pa.nulls(n, pa.int64()),
+                    ],
+                    schema=_SOURCE_ARROW_SCHEMA,
+                )
+        yield pa.RecordBatch.from_pylist(
+            [
+                {"topic": partition.topic, "partition": partition.partition, "offset": -1, "timestamp": 0,
+                 "key": None, "value": None, "headers": None, "lag": partition.lag}
+            ],
+            schema=_SOURCE_ARROW_SCHEMA,
+        )
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: topics are retained."""
+
+
+def _fairShares(available: dict[str, int], budget: int) -> dict[str, int]:
+    """Split ``budget`` records over partitions: equal shares, capped by what each has available.
+
+    Shares that a partition cannot use are handed out again among the others; an indivisible
+    remainder goes one record each to the first partitions in key order.
+    """
+    taken = dict.fromkeys(available, 0)
+    pending = [key for key in available if available[key] > 0]
+    while budget > 0 and pending:
+        share = max(1, budget // len(pending))
+        stillPending = []
+        for key in pending:
+            if budget == 0:
+                break
+            grant = min(share, available[key] - taken[key], budget)
+            taken[key] += grant
+            budget -= grant
+            if taken[key] < available[key]:
+                stillPending.append(key)
+        pending = stillPending
+    return taken
+
+
+# ---------------------------------------------------------------------- sink
+
+
+@dataclass
+class LocalTopicsCommitMessage(WriterCommitMessage):
+    """What one Spark task staged.
+
+    Attributes
+    ----------
+    files : list of (topic, partition, staged path, rows)
+        One staged segment per topic-partition, in order of first appearance in the task.
+    sparkPartitionId : int
+        The Spark partition the task wrote.
+    metrics : dict of str to number
+        Counters summed over the task's metric rows.
+    """
+
+    files: list[tuple[str, int, str, int]]
+    sparkPartitionId: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
+    """Exactly-once micro-batch sink into ``LocalTopics``.
+
+    Tasks stage one segment per topic-partition; the driver commits the staged segments with
+    ``appendFile(..., producer=<producer>, sequence=batchId, index=i)``, where ``i`` counts the
+    segments of a topic-partition within the batch in Spark-partition order, so a replayed
+    batch appends nothing twice (given the replay produces the same rows).
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        ``root``, ``producer`` and optionally ``metricsDir``.
+    schema : StructType
+        The input schema; must have the columns of :data:`SINK_SCHEMA` with their types.
+
+    Raises
+    ------
+    ValueError
+        If a required option is missing or a column is missing or has another type.
+    """
+
+    def __init__(self, options, schema: StructType) -> None:
+        self._root = _option(options, "root")
+        self._producer = _option(options, "producer")
+        self._metricsDir = options.get("metricsDir") or None
+        types = {f.name: f.dataType for f in schema.fields}
+        wrong = [f"{f.name} {f.dataType.simpleString()}" for f in SINK_SCHEMA.fields if types.get(f.name) != f.dataType]
+        if wrong:
+            raise ValueError(
+                f"The kspark-topics sink needs the columns {SINK_SCHEMA.simpleString()}; "
+                f"missing or mistyped: {', '.join(wrong)} (got {schema.simpleString()})"
+            )
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LocalTopicsCommitMessage:
+        """Stage the records of this task per topic-partition and sum its metric rows (executor side)."""
+        context = TaskContext.get()
+        sparkPartitionId = context.partitionId()
+        stem = f"part-{sparkPartitionId:05d}-attempt-{context.attemptNumber()}-{uuid.uuid4().hex}"
+        topics = LocalTopics(self._root)
+        staged: dict[tuple[str, int], tuple[str, pa.ipc.RecordBatchFileWriter]] = {}
+        rows: dict[tuple[str, int], int] = {}
+        metrics: dict[str, float] = {}
+        try:
+            for batch in iterator:
+                isMetric = pc.is_null(batch.column("topic"))
+                for text in batch.filter(isMetric).column("metrics").to_pylist():
+                    if text is not None:
+                        _addCounters(metrics, text)
+                records = pa.Table.from_batches([batch.filter(pc.invert(isMetric))])
+                if records.num_rows == 0:
+                    continue
+                if records.column("partition").null_count:
+                    raise ValueError("A kspark-topics sink row has a topic but a null partition")
+                for topic, partition in _distinctPairs(records):
+                    key = (topic, partition)
+                    if key not in staged:
+                        path = os.path.join(topics.stagingDir(topic, partition), f"{stem}.arrow")
+                        staged[key] = (path, pa.ipc.new_file(path, RECORD_SCHEMA))
+                        rows[key] = 0
+                    mask = pc.and_(pc.equal(records.column("topic"), topic),
+                                   pc.equal(records.column("partition"), partition))
+                    part = records.filter(mask).select(RECORD_SCHEMA.names)
+                    try:
+                        part = part.cast(RECORD_SCHEMA)
+                    except (pa.ArrowInvalid, ValueError) as e:
+                        raise ValueError(f"Records for {topic}-{partition} do not fit {RECORD_SCHEMA}: {e}") from e
+                    staged[key][1].write_table(part)
+                    rows[key] += part.num_rows
+        except BaseException:
+            for path, writer in staged.values():
+                writer.close()
+                os.remove(path)
+            raise
+        for path, writer in staged.values():
+            writer.close()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return LocalTopicsCommitMessage(
+            files=[(topic, partition, path, rows[(topic, partition)]) for (topic, partition), (path, _) in staged.items()],
+            sparkPartitionId=sparkPartitionId,
+            metrics=metrics,
+        )
+
+    def commit(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
+        """Append the staged segments exactly once, then write the batch's metrics (driver side)."""
+        topics = LocalTopics(self._root)
+        done = [m for m in messages if m is not None]
+        index: dict[tuple[str, int], int] = {}
+        for message in sorted(done, key=lambda m: m.sparkPartitionId):
+            for topic, partition, path, _ in message.files:
+                i = index.get((topic, partition), 0)
+                topics.appendFile(topic, partition, path, producer=self._producer, sequence=batchId, index=i)
+                index[(topic, partition)] = i + 1
+        if self._metricsDir is not None:
+            total: dict[str, float] = {}
+            for message in done:
+                for name, value in message.metrics.items():
+                    total[name] = total.get(name, 0) + value
+            os.makedirs(self._metricsDir, exist_ok=True)
+            target = os.path.join(self._metricsDir, f"{batchId:020d}.json")
+            tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(dict(sorted(total.items())), f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+
+    def abort(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
+        """Delete the segments staged by the tasks that reported back."""
+        for message in messages:
+            if message is not None:
+                for _, _, path, _ in message.files:
+                    try:
+                        os.remove(path)
+                    except FileNotFoundError:
+                        pass
+
+
+def _distinctPairs(records: pa.Table) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of ``records`` in order of first appearance."""
+    rowNumbers = pa.array(np.arange(records.num_rows, dtype=np.int64))
+    pairs = (
+        records.select(["topic", "partition"])
+        .append_column("row", rowNumbers)
+        .group_by(["topic", "partition"])
+        .aggregate([("row", "min")])
+        .sort_by("row_min")
+    )
+    return list(zip(pairs.column("topic").to_pylist(), pairs.column("partition").to_pylist()))
+
+
+def _addCounters(total: dict[str, float], text: str) -> None:
+    counters = json.loads(text)
+    if not isinstance(counters, dict):
+        raise ValueError(f"A kspark-topics metrics row must be a JSON object of numbers, got {text!r}")
+    for name, value in counters.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"Metric {name!r} must be a number, got {value!r}")
+        total[name] = total.get(name, 0) + value
+
+
+def registerDataSource(spark) -> None:
+    """Register :class:`LocalTopicsDataSource` as ``"kspark-topics"`` with ``spark`` (idempotent)."""
+    spark.dataSource.register(LocalTopicsDataSource)

@@ -1,0 +1,300 @@
+"""Driver side of the Spark host: ``KafkaStreams`` starts one Structured Streaming query per
+sub-topology (Kafka's sub-topologies are connected through topics, and so are these queries)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..config import StreamsConfig
+from ..errors import ConfigException, StreamsException
+from ..runtime.metrics import MetricName
+from ..topics import LocalTopics
+from ..topology import Subtopology, Topology, resolvePartitionCounts
+from ._placement import balancedTaskKeys
+
+__all__ = ["KafkaStreams"]
+
+log = logging.getLogger("kspark.spark")
+
+
+class KafkaStreams:
+    """Runs a topology on Spark Structured Streaming (Kafka ``KafkaStreams``).
+
+    Each sub-topology becomes one streaming query: the ``kspark-topics`` source reads its input
+    topics; rows are grouped by kspark task (one task per input partition number, as in Kafka
+    Streams) into ``transformWithStateInPandas``, where the same ``StreamTask`` as in
+    ``TopologyTestDriver`` processes them in Kafka's order; its stores, stream time and
+    not-yet-processed records live in Spark's checkpointed state (RocksDB provider) under
+    ``state.dir/<application.id>/``; the sink appends the produced records to the output
+    topics exactly once per micro-batch.
+
+    Parameters
+    ----------
+    topology : Topology
+    config : mapping or StreamsConfig
+        Needs ``application.id``. ``kspark.topics.dir`` is the root of the local topics,
+        ``state.dir`` the checkpoint root, ``kspark.spark.master`` the Spark master (default
+        ``local[*]``), ``kspark.trigger`` ``"availableNow"`` (run until caught up, default) or a
+        processing-time interval such as ``"1 second"`` (run continuously),
+        ``kspark.max.records.per.trigger`` the micro-batch size limit; ``spark.*`` keys go to
+        the SparkSession.
+
+    Raises
+    ------
+    ConfigException
+        If ``application.id`` is missing or a key is unknown.
+
+    Notes
+    -----
+    Differences from Kafka Streams: a task's records are processed per micro-batch, so output
+    appears when the batch commits (latency = trigger interval + batch time); wall-clock time
+    advances per batch. ``max.task.idle.ms`` uses each input partition's lag as known when the
+    batch was planned: a task waits (keeping records in its state) while a partition with
+    known lag has no data in the batch.
+    """
+
+    CREATED, RUNNING, NOT_RUNNING, ERROR = "CREATED", "RUNNING", "NOT_RUNNING", "ERROR"
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig, spark=None) -> None:
+        self._config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        self._appId = self._config.get(StreamsConfig.APPLICATION_ID_CONFIG)
+        if not self._appId:
+            raise ConfigException('Missing required configuration "application.id" which has no default value.')
+        self._topology = topology
+        self._topics = LocalTopics(self._config.get(StreamsConfig.TOPICS_DIR_CONFIG))
+        self._stateDir = Path(self._config.get(StreamsConfig.STATE_DIR_CONFIG)) / self._appId
+        self._spark = spark
+        self._queries: list = []
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._state = self.CREATED
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Validate the topology against the topics, then start the queries (non-blocking).
+
+        Raises
+        ------
+        TopologyException
+            If co-partitioned topics differ in partition count (``"Invalid topology: Topics not
+            co-partitioned: [{...}]"``, rules J-6, RP-5) — raised before Spark starts.
+        StreamsException
+            If a source or sink topic does not exist.
+        """
+        if self._state != self.CREATED:
+            raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
+        plans = self._plan()
+        self._state = self.RUNNING
+        trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
+        if trigger == "availableNow":
+            self._thread = threading.Thread(target=self._runUntilCaughtUp, args=(plans,), daemon=True)
+            self._thread.start()
+        else:
+            try:
+                for plan in plans:
+                    self._queries.append(self._startQuery(plan, {"processingTime": trigger}))
+            except BaseException:
+                self._state = self.ERROR
+                raise
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:
+        """Wait until the run is caught up (``availableNow``) or stopped; re-raise a failure.
+
+        Returns whether it terminated within ``timeout`` seconds.
+        """
+        if self._thread is not None:
+            self._thread.join(timeout)
+            done = not self._thread.is_alive()
+        else:
+            done = all(q.awaitTermination(timeout) if timeout is not None else q.awaitTermination() or True
+                       for q in self._queries)
+        if self._error is not None:
+            raise StreamsException(f"The streams application {self._appId} failed: {self._error}") from self._error
+        return done
+
+    def close(self) -> None:
+        """Stop all queries; state and topics stay, so a new ``KafkaStreams`` resumes where this stopped."""
+        self._stop.set()
+        for q in list(self._queries):
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - a query that already failed cannot stop
+                log.warning("query %s did not stop cleanly", q.name)
+        if self._thread is not None:
+            self._thread.join()
+        if self._state == self.RUNNING:
+            self._state = self.NOT_RUNNING
+
+    def state(self) -> str:
+        return self._state
+
+    def queries(self) -> list:
+        """The running ``StreamingQuery`` objects (one per sub-topology)."""
+        return list(self._queries)
+
+    # ------------------------------------------------------------------ metrics
+    def metrics(self) -> dict[MetricName, float]:
+        """Counters summed over every committed micro-batch of every sub-topology, this run and
+        earlier ones from the same ``state.dir`` (e.g. ``dropped-records-total``)."""
+        totals: defaultdict[MetricName, float] = defaultdict(float)
+        for path in sorted(self._stateDir.glob("metrics/*/*.json")):
+            for name, value in json.loads(path.read_text()).items():
+                totals[MetricName.decode(name)] += value
+        return dict(totals)
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self) -> list[dict]:
+        topology = self._topology
+        internal = topology.internalTopics()
+        physical = {t: Topology.decorate(self._appId, t, t in internal) for t in _allTopics(topology)}
+        external = {t: self._topics.partitionsFor(t) for t in physical if t not in internal}
+        counts = resolvePartitionCounts(topology, external)
+        missingSinks = sorted(
+            t for s in topology.subtopologies() for t in s.sinkTopics if t not in internal and not external.get(t)
+        )
+        if missingSinks:
+            raise StreamsException(f"Sink topics do not exist: {missingSinks}. Create them before starting.")
+        for topic, n in counts.items():
+            if topic in internal:
+                existing = self._topics.partitionsFor(physical[topic])
+                if existing is None:
+                    self._topics.createTopic(physical[topic], n)
+                elif existing != n:
+                    raise StreamsException(
+                        f"Internal topic {physical[topic]} has {existing} partitions but the topology needs {n}; "
+                        "partition counts cannot change for an existing application."
+                    )
+        plans = []
+        for sub in _upstreamFirst(topology.subtopologies()):
+            numTasks = max(counts[t] for t in sub.sourceTopics)
+            shuffle = numTasks
+            keys = balancedTaskKeys(numTasks, shuffle)
+            plans.append({
+                "applicationId": self._appId,
+                "subtopology": sub,
+                "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in sub.stores},
+                "config": self._config,
+                "taskOfKey": {k: t for t, k in enumerate(keys)},
+                "topicName": physical,
+                "partitionCounts": {physical[t]: n for t, n in counts.items()},
+                "sources": [physical[t] for t in sub.sourceTopics],
+                "shufflePartitions": shuffle,
+            })
+        return plans
+
+    def _runUntilCaughtUp(self, plans: list[dict]) -> None:
+        try:
+            for plan in plans:
+                if self._stop.is_set():
+                    break
+                query = self._startQuery(plan, {"availableNow": True})
+                self._queries.append(query)
+                query.awaitTermination()
+                if query.exception() is not None:
+                    raise StreamsException(str(query.exception()))
+            if self._state == self.RUNNING:
+                self._state = self.NOT_RUNNING
+        except BaseException as e:  # noqa: BLE001 - reported by awaitTermination
+            self._error = e
+            self._state = self.ERROR
+
+    def _session(self):
+        if self._spark is None:
+            from ._session import getOrCreateSession
+
+            self._spark = getOrCreateSession(self._config)
+        return self._spark
+
+    def _startQuery(self, plan: dict, trigger: dict):
+        from pyspark.sql import functions as F
+
+        from ._datasource import registerDataSource
+        from ._task_processor import OUTPUT_SCHEMA, TaskStatefulProcessor
+
+        spark = self._session()
+        # Python data sources are looked up through the JVM thread's active session; queries may
+        # start on a thread other than the one that created the session.
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        registerDataSource(spark)
+        _pickleUserModulesByValue()
+        sub: Subtopology = plan["subtopology"]
+        root = str(self._config.get(StreamsConfig.TOPICS_DIR_CONFIG))
+        reader = spark.readStream.format("kspark-topics").option("root", root).option("topics", ",".join(plan["sources"]))
+        maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
+        if maxRecords:
+            reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
+        keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
+        taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),
+                               F.col("partition"))
+        spark.conf.set("spark.sql.shuffle.partitions", str(plan["shufflePartitions"]))
+        out = (
+            reader.load()
+            .withColumn("task", taskKey.cast("int"))
+            .groupBy("task")
+            .transformWithStateInPandas(TaskStatefulProcessor(plan), OUTPUT_SCHEMA, "Append", "None")
+        )
+        name = f"{self._appId}-subtopology-{sub.id}"
+        writer = (
+            out.writeStream.format("kspark-topics")
+            .option("root", root)
+            .option("producer", name)
+            .option("metricsDir", str(self._stateDir / "metrics" / f"subtopology-{sub.id}"))
+            .option("checkpointLocation", str(self._stateDir / f"subtopology-{sub.id}"))
+            .queryName(name)
+            .trigger(**trigger)
+        )
+        return writer.start()
+
+
+def _allTopics(topology: Topology) -> list[str]:
+    topics: list[str] = []
+    for sub in topology.subtopologies():
+        for t in sub.sourceTopics + sub.sinkTopics:
+            if t not in topics:
+                topics.append(t)
+    return topics
+
+
+def _upstreamFirst(subs: list[Subtopology]) -> list[Subtopology]:
+    """Order sub-topologies so that one writing a topic runs before the ones reading it."""
+    ordered: list[Subtopology] = []
+    remaining = list(subs)
+    while remaining:
+        for sub in remaining:
+            writers = [o for o in remaining if o is not sub and set(o.sinkTopics) & set(sub.sourceTopics)]
+            if not writers:
+                ordered.append(sub)
+                remaining.remove(sub)
+                break
+        else:  # a cycle through topics: keep the declared order for the rest
+            ordered.extend(remaining)
+            break
+    return ordered
+
+
+def _pickleUserModulesByValue() -> None:
+    """Ship the code of user modules (scripts, tests, examples) with the topology to the Python
+    workers, which may not have them on their path; installed packages are imported there."""
+    from pyspark import cloudpickle
+
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))}
+    kspark_dir = os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or name == "__main__" or name.startswith(("kspark", "pyspark", "_pytest", "pytest")):
+            continue
+        real = os.path.realpath(path)
+        if real.startswith(kspark_dir) or any(real.startswith(p) for p in installed):
+            continue
+        try:
+            cloudpickle.register_pickle_by_value(module)
+        except (ValueError, TypeError):
+            pass

@@ -1,0 +1,115 @@
+"""Executor side of the Spark host: one ``StreamTask`` per group of ``transformWithStateInPandas``.
+
+Rows of one kspark task (all its input partitions, one micro-batch) arrive in one call. The
+task's checkpointable state (stream time, partition times, unprocessed records, stores) is one
+pickled blob in Spark's state store: one read when the worker has no up-to-date copy, one
+write per batch, never a state call per record (spark-stateful-measurements.md).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+from typing import Iterator
+
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+from ..runtime.record_queue import RawRecord
+from ..runtime.stream_task import StreamTask, decodeHeaders, encodeHeaders
+
+OUTPUT_SCHEMA = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("timestamp", LongType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("headers", BinaryType()),
+        StructField("metrics", StringType()),
+    ]
+)
+_OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
+_STATE_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType())])
+
+# Tasks kept alive in this Python worker between micro-batches, keyed by task id; a cached task
+# is used only if its version equals the one in Spark's committed state (else rebuilt from it).
+_LIVE_TASKS: dict[tuple, tuple[int, StreamTask]] = {}
+
+
+class TaskStatefulProcessor(StatefulProcessor):
+    """Runs kspark tasks of one sub-topology; the grouping key is a task's balanced int key."""
+
+    def __init__(self, plan: dict) -> None:
+        # plan: applicationId, subtopology, storeBuilders, config, taskOfKey, topicName map, partition counts
+        self.plan = plan
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("task", _STATE_SCHEMA)
+
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
+        plan = self.plan
+        partition = plan["taskOfKey"][int(key[0])]
+        taskId = f"{plan['subtopology'].id}_{partition}"
+        cacheKey = (plan["applicationId"], taskId)
+        stored = self.state.get() if self.state.exists() else None
+        version = stored[0] if stored else 0
+        cached = _LIVE_TASKS.get(cacheKey)
+        if cached is not None and cached[0] == version:
+            task = cached[1]
+        else:
+            task = self._newTask(taskId, partition)
+            if stored:
+                task.restore(pickle.loads(stored[1]))
+            task.initialize()
+
+        pdf = pd.concat(list(rows), ignore_index=True)
+        for topic, group in pdf.groupby("topic", sort=False):
+            markers = group[group["offset"] < 0]
+            data = group[group["offset"] >= 0].sort_values("offset", kind="stable")
+            raws = [
+                RawRecord(o, t, k, v, decodeHeaders(h))
+                for o, t, k, v, h in zip(
+                    data["offset"].tolist(), data["timestamp"].tolist(), data["key"].tolist(),
+                    data["value"].tolist(), data["headers"].tolist(),
+                )
+            ]
+            lag = int(markers["lag"].max()) if len(markers) else None
+            task.addRecords(topic, raws, lag=lag)
+
+        task.processAll(int(time.time() * 1000))
+        produced = task.drainProduced()
+        metrics = task.metrics.encoded()
+        task.metrics.counters.clear()
+
+        version += 1
+        self.state.update((version, pickle.dumps(task.checkpoint(), protocol=5)))
+        _LIVE_TASKS[cacheKey] = (version, task)
+
+        out = pd.DataFrame(
+            {
+                "topic": [r.topic for r in produced] + [None],
+                "partition": pd.array([r.partition for r in produced] + [None], dtype="Int32"),
+                "timestamp": pd.array([r.timestamp for r in produced] + [None], dtype="Int64"),
+                "key": [r.key for r in produced] + [None],
+                "value": [r.value for r in produced] + [None],
+                "headers": [encodeHeaders(r.headers) for r in produced] + [None],
+                "metrics": [None] * len(produced) + [json.dumps(metrics)],
+            },
+            columns=_OUTPUT_COLUMNS,
+        )
+        yield out
+
+    def _newTask(self, taskId: str, partition: int) -> StreamTask:
+        plan = self.plan
+        topicName = plan["topicName"]
+        counts = plan["partitionCounts"]
+        return StreamTask(
+            taskId, plan["subtopology"], plan["storeBuilders"], plan["config"], partition,
+            lambda t: topicName.get(t, t), lambda t: counts[t],
+        )
+
+    def close(self) -> None:
+        pass

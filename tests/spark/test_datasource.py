@@ -1,0 +1,191 @@
+"""The kspark-topics streaming source and sink, end to end on a local SparkSession."""
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from pyspark.sql.types import StructType
+
+from kspark.spark._datasource import (
+    SINK_SCHEMA,
+    SOURCE_SCHEMA,
+    LocalTopicsStreamReader,
+    LocalTopicsStreamWriter,
+    TopicPartitionRange,
+    registerDataSource,
+)
+from kspark.topics import LocalTopics, UnknownTopicOrPartitionException
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def session(spark):
+    """The shared session (see conftest) with 2 shuffle partitions and the data source registered."""
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    registerDataSource(spark)
+    registerDataSource(spark)  # idempotent
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def rows(partition, first, count):
+    """Records ``k<p>-<i>`` / ``v<p>-<i>`` at ``1000 * i + p`` ms for i in [first, first + count)."""
+    indices = range(first, first + count)
+    return pa.table(
+        {
+            "timestamp": [1000 * i + partition for i in indices],
+            "key": [f"k{partition}-{i}".encode() for i in indices],
+            "value": [f"v{partition}-{i}".encode() for i in indices],
+            "headers": [b"h" if i % 2 else None for i in indices],
+        }
+    )
+
+
+def copyInToOut(spark, root, checkpoint, metricsDir):
+    """Copy topic ``in`` to ``out`` partition by partition; each marker becomes a metrics row."""
+    source = (
+        spark.readStream.format("kspark-topics")
+        .option("root", root)
+        .option("topics", "in")
+        .option("maxRecordsPerTrigger", "8")
+        .load()
+    )
+    mapped = source.selectExpr(
+        "CASE WHEN offset >= 0 THEN 'out' END AS topic",
+        "partition",
+        "timestamp",
+        "key",
+        "value",
+        "headers",
+        "CASE WHEN offset < 0 THEN to_json(map('markers', 1L, concat('lag_', partition), lag)) END AS metrics",
+    )
+    query = (
+        mapped.writeStream.format("kspark-topics")
+        .option("root", root)
+        .option("producer", "p1")
+        .option("metricsDir", metricsDir)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+
+
+def readMetrics(metricsDir):
+    return {int(name[:-5]): json.load(open(os.path.join(metricsDir, name))) for name in sorted(os.listdir(metricsDir))}
+
+
+def manifestIds(root, topic, partition):
+    with open(os.path.join(root, topic, str(partition), "manifest.jsonl")) as f:
+        return [(e["producer"], e["sequence"], e["index"], e["start"], e["count"]) for e in map(json.loads, f)]
+
+
+def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
+    root, checkpoint, metricsDir = str(tmp_path / "topics"), str(tmp_path / "checkpoint"), str(tmp_path / "metrics")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 3)
+    topics.createTopic("out", 3)
+    topics.append("in", 0, rows(0, 0, 2))
+    topics.append("in", 0, rows(0, 2, 2))  # partition 0 spans two segments
+    topics.append("in", 1, rows(1, 0, 4))
+    topics.append("in", 2, rows(2, 0, 4))
+
+    copyInToOut(session, root, checkpoint, metricsDir)
+
+    for p in range(3):
+        assert topics.read("out", p, 0, 100).drop_columns("offset").to_pydict() == rows(p, 0, 4).to_pydict()
+    # 8 records per trigger shared over 3 partitions: ends (3,3,2), then (4,4,4)
+    assert readMetrics(metricsDir) == {
+        0: {"lag_0": 1, "lag_1": 1, "lag_2": 2, "markers": 3},
+        1: {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3},
+    }
+    assert manifestIds(root, "out", 2) == [("p1", 0, 0, 0, 2), ("p1", 1, 0, 2, 2)]
+
+    # more input: a restart from the checkpoint copies only the new records
+    topics.append("in", 1, rows(1, 4, 2))
+    copyInToOut(session, root, checkpoint, metricsDir)
+    assert topics.endOffsets("out") == {0: 4, 1: 6, 2: 4}
+    assert topics.read("out", 1, 0, 100).column("value").to_pylist() == [f"v1-{i}".encode() for i in range(6)]
+    assert readMetrics(metricsDir)[2] == {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3}
+
+    # a crash after the sink committed batch 2 but before Spark recorded it: the replay appends nothing
+    for name in ("2", ".2.crc"):
+        os.remove(os.path.join(checkpoint, "commits", name))
+    os.remove(os.path.join(metricsDir, f"{2:020d}.json"))
+    copyInToOut(session, root, checkpoint, metricsDir)
+    assert topics.endOffsets("out") == {0: 4, 1: 6, 2: 4}
+    assert manifestIds(root, "out", 1) == [("p1", 0, 0, 0, 3), ("p1", 1, 0, 3, 1), ("p1", 2, 0, 4, 2)]
+    assert readMetrics(metricsDir)[2] == {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3}
+    assert all(os.listdir(topics.stagingDir("out", p)) == [] for p in range(3))
+
+
+# ---------------------------------------------------------------------- reader and writer without a query
+
+
+def test_reader_offsets_partitions_and_marker_rows(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 2)
+    topics.append("a", 0, rows(0, 0, 3))
+    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
+    start = reader.initialOffset()
+    assert start == {"a/0": 0, "a/1": 0}
+    assert reader.getDefaultReadLimit() == ReadMaxRows(2)
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0}
+    end = reader.latestOffset(start, ReadMaxRows(2))
+    assert end == {"a/0": 2, "a/1": 0}
+    planned = reader.partitions(start, end)
+    assert planned == [TopicPartitionRange("a", 0, 0, 2, 1), TopicPartitionRange("a", 1, 0, 0, 0)]
+
+    batches = list(reader.read(planned[0]))
+    assert all(b.schema.equals(to_arrow_schema(SOURCE_SCHEMA, timezone="UTC")) for b in batches)
+    assert pa.Table.from_batches(batches).to_pydict() == {
+        "topic": ["a", "a", "a"],
+        "partition": [0, 0, 0],
+        "offset": [0, 1, -1],
+        "timestamp": [0, 1000, 0],
+        "key": [b"k0-0", b"k0-1", None],
+        "value": [b"v0-0", b"v0-1", None],
+        "headers": [None, b"h", None],
+        "lag": [None, None, 1],
+    }
+    marker = pa.Table.from_batches(list(reader.read(planned[1])))
+    assert marker.to_pylist() == [
+        {"topic": "a", "partition": 1, "offset": -1, "timestamp": 0, "key": None, "value": None, "headers": None,
+         "lag": 0}
+    ]
+
+
+def test_reader_under_available_now_stops_at_its_targets(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 2)
+    topics.append("a", 0, rows(0, 0, 3))
+    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a"})
+    reader.prepareForTriggerAvailableNow()
+    topics.append("a", 1, rows(1, 0, 2))  # arrives after the targets were taken
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert end == {"a/0": 3, "a/1": 0}
+    assert reader.latestOffset(end, ReadAllAvailable()) == end
+    # the lag reports what the log holds, beyond the availableNow targets
+    assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [0, 2]
+
+
+def test_reader_and_writer_reject_bad_options(tmp_path):
+    LocalTopics(tmp_path).createTopic("a", 1)
+    with pytest.raises(UnknownTopicOrPartitionException, match="^This server does not host this topic-partition: nope$"):
+        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a,nope"})
+    with pytest.raises(ValueError, match="Option 'topics' is required"):
+        LocalTopicsStreamReader({"root": str(tmp_path)})
+    with pytest.raises(ValueError, match="'maxRecordsPerTrigger' must be a positive integer"):
+        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "many"})
+    with pytest.raises(ValueError, match="Option 'producer' is required"):
+        LocalTopicsStreamWriter({"root": str(tmp_path)}, SINK_SCHEMA)
+    withoutMetrics = StructType(SINK_SCHEMA.fields[:-1])
+    with pytest.raises(ValueError, match="missing or mistyped: metrics string"):
+        LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p"}, withoutMetrics)
