@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
+import uuid
 from typing import Iterator
 
 import pandas as pd
@@ -32,11 +33,13 @@ OUTPUT_SCHEMA = StructType(
     ]
 )
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
-_STATE_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType())])
+_STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 
-# Tasks kept alive in this Python worker between micro-batches, keyed by task id; a cached task
-# is used only if its version equals the one in Spark's committed state (else rebuilt from it).
-_LIVE_TASKS: dict[tuple, tuple[int, StreamTask]] = {}
+# Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
+# write gets a fresh random version; a cached task is used only if its version is the one in
+# Spark's committed state (otherwise: another worker ran the task, a batch was retried, or this
+# is another run or checkpoint), else the task is rebuilt from the state.
+_LIVE_TASKS: dict[tuple, tuple[str, StreamTask]] = {}
 
 
 class TaskStatefulProcessor(StatefulProcessor):
@@ -55,9 +58,9 @@ class TaskStatefulProcessor(StatefulProcessor):
         taskId = f"{plan['subtopology'].id}_{partition}"
         cacheKey = (plan["applicationId"], taskId)
         stored = self.state.get() if self.state.exists() else None
-        version = stored[0] if stored else 0
+        version = stored[0] if stored else None
         cached = _LIVE_TASKS.get(cacheKey)
-        if cached is not None and cached[0] == version:
+        if cached is not None and version is not None and cached[0] == version:
             task = cached[1]
         else:
             task = self._newTask(taskId, partition)
@@ -84,7 +87,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         metrics = task.metrics.encoded()
         task.metrics.counters.clear()
 
-        version += 1
+        version = uuid.uuid4().hex
         self.state.update((version, pickle.dumps(task.checkpoint(), protocol=5)))
         _LIVE_TASKS[cacheKey] = (version, task)
 
