@@ -137,9 +137,9 @@ def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     start = reader.initialOffset()
     assert start == {"a/0": 0, "a/1": 0}
     assert reader.getDefaultReadLimit() == ReadMaxRows(2)
-    assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
     end = reader.latestOffset(start, ReadMaxRows(2))
-    assert end == {"a/0": 2, "a/1": 0}
+    assert end == {"a/0": 2, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
     planned = reader.partitions(start, end)
     assert planned == [TopicPartitionRange("a", 0, 0, 2, 1), TopicPartitionRange("a", 1, 0, 0, 0)]
 
@@ -170,10 +170,21 @@ def test_reader_under_available_now_stops_at_its_targets(tmp_path):
     reader.prepareForTriggerAvailableNow()
     topics.append("a", 1, rows(1, 0, 2))  # arrives after the targets were taken
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-    assert end == {"a/0": 3, "a/1": 0}
-    assert reader.latestOffset(end, ReadAllAvailable()) == end
-    # the lag reports what the log holds, beyond the availableNow targets
-    assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [0, 2]
+    assert end == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
+    assert reader.latestOffset(end, ReadAllAvailable()) == end  # so the run ends
+    # records that arrived after the run started are neither read nor waited for
+    assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [0, 0]
+
+
+def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 1)
+    topics.append("a", 0, rows(0, 0, 5))
+    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
+    end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2))
+    assert end == {"a/0": 2, "a/0@logEnd": 5}
+    topics.append("a", 0, rows(0, 5, 4))  # more data before the batch is (re)planned
+    assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [3]
 
 
 def test_reader_and_writer_reject_bad_options(tmp_path):

@@ -93,6 +93,7 @@ _SOURCE_ARROW_SCHEMA = pa.schema(
     ]
 )
 _MAX_BATCH_ROWS = 65536
+_LATEST = "@logEnd"  # offset-dict suffix: a partition's log end offset when the batch was planned
 
 
 def _offsetKey(topic: str, partition: int) -> str:
@@ -202,24 +203,30 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         every partition with records gets an equal share, unused shares go to the others.
         Other limits read everything available.
         """
-        ends = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
+        # Under availableNow the run sees the logs as they were when it started: records appended
+        # later count neither as input nor as lag (else the run would never end).
+        ends = latest = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
         starts = {key: start.get(key, 0) for key in ends}
         available = {key: max(0, ends[key] - starts[key]) for key in ends}
         if isinstance(limit, ReadMaxRows):
             taken = _fairShares(available, limit.max_rows)
         else:
             taken = available
-        return {key: starts[key] + taken[key] for key in ends}
+        # The log ends seen now are part of the batch's offsets (written to Spark's offset log
+        # before the batch runs), so a replayed batch gets the same lags as the original.
+        offsets = {key: starts[key] + taken[key] for key in ends}
+        offsets.update({key + _LATEST: latest[key] for key in ends})
+        return offsets
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """One range per topic-partition, empty ranges included (each yields its marker row)."""
-        latest = self._endOffsets()
         ranges = []
         for topic, partition in self._partitions:
             key = _offsetKey(topic, partition)
             first = start.get(key, 0)
             last = end.get(key, first)
-            ranges.append(TopicPartitionRange(topic, partition, first, last, max(0, latest[key] - last)))
+            lag = max(0, end.get(key + _LATEST, last) - last)
+            ranges.append(TopicPartitionRange(topic, partition, first, last, lag))
         return ranges
 
     def read(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
