@@ -16,22 +16,13 @@ from typing import Iterator
 
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import StreamTask, decodeHeaders, encodeHeaders
+from ._datasource import SINK_SCHEMA
 
-OUTPUT_SCHEMA = StructType(
-    [
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("timestamp", LongType()),
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("headers", BinaryType()),
-        StructField("metrics", StringType()),
-    ]
-)
+OUTPUT_SCHEMA = SINK_SCHEMA  # task output rows go straight to the kspark-topics sink
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 
