@@ -10,12 +10,14 @@ from .dsl import Change, Consumed, KStream, KTable, Materialized, Named, Produce
 from .errors import ConfigException, StreamsException, TaskAssignmentException, TopologyException
 from .keyvalue import KeyValue
 from .processor import (
+    Cancellable,
     ConsumerRecord,
     ContextualProcessor,
     FailOnInvalidTimestamp,
     LogAndSkipOnInvalidTimestamp,
     Processor,
     ProcessorContext,
+    PunctuationType,
     Record,
     RecordMetadata,
     TimestampExtractor,
@@ -39,9 +41,9 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp",
+        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
-        "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "Record", "RecordMetadata",
+        "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
         "Repartitioned", "Serde", "Serdes", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
         "TaskAssignmentException", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor",

@@ -3,6 +3,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable
 
+from ._punctuation import Cancellable
 from ._record import Record, RecordMetadata
 
 __all__ = ["ContextualProcessor", "Processor", "ProcessorContext", "ProcessorSupplier"]
@@ -28,6 +29,19 @@ class ProcessorContext(ABC):
         ------
         StreamsException
             If the store is not connected to the processor (rule E-1).
+        """
+
+    @abstractmethod
+    def schedule(self, interval, type, callback) -> "Cancellable":
+        """Call ``callback(timestamp)`` every ``interval`` (ms or timedelta) of ``type`` time.
+
+        STREAM_TIME schedules are aligned to 0 and first fire on the first record; WALL_CLOCK_TIME
+        ones first fire at registration time + interval; missed intervals are skipped (rules P-1..P-6).
+
+        Raises
+        ------
+        ValueError
+            If ``interval`` is below 1 ms ("The minimum supported scheduling interval is 1 millisecond.").
         """
 
     @abstractmethod

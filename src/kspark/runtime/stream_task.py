@@ -12,11 +12,13 @@ from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
 from ..errors import StreamsException
-from ..processor import ProcessorContext, Record, RecordMetadata
+from .._duration import toMillis
+from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 from .metrics import NODE_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
+from .punctuation_queue import PunctuationQueue, PunctuationSchedule
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
 
 __all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
@@ -104,6 +106,14 @@ class _Context(ProcessorContext):
 
     def recordMetadata(self) -> RecordMetadata | None:
         return self.metadata
+
+    def schedule(self, interval, type, callback) -> Cancellable:
+        ms = toMillis(interval, "interval")
+        if ms < 1:
+            raise ValueError("The minimum supported scheduling interval is 1 millisecond.")
+        if self.currentNode is None:
+            raise RuntimeError("Current node is unknown. This can happen if 'schedule()' is called outside of init() or process().")
+        return self._task.schedule(self.currentNode, ms, PunctuationType(type), callback)
 
     def taskId(self) -> str:
         return self._task.taskId
@@ -200,7 +210,10 @@ class StreamTask:
             for parent in getattr(spec, "parents", []):
                 nodes[parent].children.append(nodes[spec.name])
         self.partitionGroup = PartitionGroup(queues, config.get(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG))
-        self._initialized = False
+        self._queues = {PunctuationType.STREAM_TIME: PunctuationQueue(), PunctuationType.WALL_CLOCK_TIME: PunctuationQueue()}
+        self._registered: dict[tuple, int] = {}  # (node, type, interval) -> schedules registered so far
+        self._cancellables: dict[tuple, Cancellable] = {}
+        self._restoredSchedules: dict[tuple, int] = {}  # schedule key -> next fire time, from a checkpoint
 
     # ------------------------------------------------------------------ node behaviour
     def _forwarder(self, node: _Node):
@@ -266,7 +279,56 @@ class StreamTask:
             self.context.currentNode = node
             processor.init(self.context)
         self.context.currentNode = None
-        self._initialized = True
+        self._restoredSchedules = {}
+
+    # ------------------------------------------------------------------ punctuation
+    def schedule(self, node: _Node, interval: int, type: PunctuationType, punctuator) -> Cancellable:
+        """Register a punctuator of ``node`` (rule P-2): STREAM_TIME starts at 0, so it fires on the
+        first record; WALL_CLOCK_TIME first fires at the current wall-clock time + ``interval``.
+
+        A schedule that a processor registers again after the task was restored from a checkpoint
+        (same node, type, interval and order) continues at its checkpointed next fire time.
+        """
+        base = (node.name, type.value, interval)
+        nth = self._registered.get(base, 0)
+        self._registered[base] = nth + 1
+        key = base + (nth,)
+        start = 0 if type is PunctuationType.STREAM_TIME else self.wallClockTime + interval
+        start = self._restoredSchedules.get(key, start)
+        cancellable = Cancellable()
+        self._cancellables[key] = cancellable
+        if start is not None:  # None: it had been cancelled before the checkpoint
+            self._queues[type].schedule(PunctuationSchedule(node, start, interval, punctuator, cancellable, key))
+        else:
+            cancellable.cancel()
+        return cancellable
+
+    def maybePunctuateStreamTime(self) -> bool:
+        """Fire due STREAM_TIME punctuators at the task's stream time; nothing while it is unknown (P-3)."""
+        streamTime = self.partitionGroup.streamTime
+        if streamTime < 0:
+            return False
+        return self._queues[PunctuationType.STREAM_TIME].mayPunctuate(streamTime, self._punctuate)
+
+    def maybePunctuateSystemTime(self, wallClockTime: int) -> bool:
+        """Fire due WALL_CLOCK_TIME punctuators at ``wallClockTime`` ms (P-3)."""
+        self.wallClockTime = wallClockTime
+        return self._queues[PunctuationType.WALL_CLOCK_TIME].mayPunctuate(wallClockTime, self._punctuate)
+
+    def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
+        context = self.context
+        context.currentNode = sched.node
+        context.metadata = None  # P-7: no record metadata while punctuating
+        try:
+            sched.punctuator(now)
+        except StreamsException:
+            raise
+        except Exception as e:
+            raise StreamsException(
+                f"Exception caught while punctuating processor '{sched.node.name}': {type(e).__name__}: {e}"
+            ) from e
+        finally:
+            context.currentNode = context.failedNode = None
 
     def close(self) -> None:
         for node, processor in self._processors:
@@ -309,8 +371,11 @@ class StreamTask:
         return True
 
     def processAll(self, wallClockTime: int) -> int:
+        """Process every processable record, checking stream-time punctuation after each one
+        (as TopologyTestDriver does, rule TTD-1); return how many were processed."""
         n = 0
         while self.process(wallClockTime):
+            self.maybePunctuateStreamTime()
             n += 1
         return n
 
@@ -328,6 +393,10 @@ class StreamTask:
             "partitionTimes": {t: q.partitionTime for t, q in self.queueOf.items()},
             "unprocessed": {t: q.unprocessed() for t, q in self.queueOf.items() if q.size()},
             "stores": {name: store.snapshot() for name, store in self.stores.items()},
+            "schedules": {
+                **{k: None for k, c in self._cancellables.items() if c.cancelled},
+                **{s.key: s.timestamp for q in self._queues.values() for s in q.schedules()},
+            },
         }
 
     def restore(self, state: dict) -> None:
@@ -340,3 +409,4 @@ class StreamTask:
                 self.stores[name].restore(data)
         for topic, raws in state["unprocessed"].items():
             self.queueOf[topic].addRawRecords([RawRecord(*r) for r in raws])
+        self._restoredSchedules = dict(state.get("schedules", {}))

@@ -227,6 +227,7 @@ class TopologyTestDriver:
             queue.lag = 0  # everything piped is available at once: never wait for a partition
         self._offsets: dict[str, int] = {}
         self._outputs: dict[str, list] = {}
+        self._task.wallClockTime = self._wallClock
         self._task.initialize()
 
     # ------------------------------------------------------------------ topics
@@ -268,7 +269,9 @@ class TopologyTestDriver:
         self._task.addRecords(topic, [RawRecord(offset, timestamp, key, value, headers)], lag=0)
 
     def _completeAllProcessableWork(self) -> None:
+        # TTD-1: process, punctuate on stream time, route repartition records back, until idle
         while self._task.process(self._wallClock):
+            self._task.maybePunctuateStreamTime()
             self._routeProduced()
         self._routeProduced()
 
@@ -282,6 +285,8 @@ class TopologyTestDriver:
     def advanceWallClockTime(self, advance: int | timedelta) -> None:
         """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
         self._wallClock += toMillis(advance, "advance")
+        self._task.maybePunctuateSystemTime(self._wallClock)  # TTD-3
+        self._routeProduced()
         self._completeAllProcessableWork()
 
     # ------------------------------------------------------------------ stores and metrics
