@@ -4,8 +4,9 @@ Registered as the Python data source ``"kspark-topics"``.
 
 Source options
     ``root`` (LocalTopics directory), ``topics`` (comma-separated names) and optionally
-    ``maxRecordsPerTrigger`` (records per micro-batch across all partitions, shared fairly).
-    Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
+    ``maxRecordsPerTrigger`` (records per micro-batch across all partitions, shared fairly) and
+    ``heartbeat`` (``"true"``: outside availableNow, every trigger plans a micro-batch even without
+    new records, so tasks run their wall-clock punctuators). Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
     offset order (``lag`` null), then one marker row (``offset`` -1, ``timestamp`` 0, null
     bytes) whose ``lag`` is how many records of that topic-partition were already in the log
     when the batch was planned but lie beyond the batch (0 = caught up).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -94,6 +96,7 @@ _SOURCE_ARROW_SCHEMA = pa.schema(
 )
 _MAX_BATCH_ROWS = 65536
 _LATEST = "@logEnd"  # offset-dict suffix: a partition's log end offset when the batch was planned
+_HEARTBEAT = "@heartbeat"  # offset-dict key: planning time (ms), with option heartbeat=true
 
 
 def _offsetKey(topic: str, partition: int) -> str:
@@ -177,6 +180,7 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 raise ValueError(f"Option 'maxRecordsPerTrigger' must be a positive integer, got {maxRecords!r}")
             self._maxRecordsPerTrigger = int(maxRecords)
         self._availableNowTargets: dict[str, int] | None = None
+        self._heartbeat = options.get("heartbeat", "false").lower() == "true"
 
     def _endOffsets(self) -> dict[str, int]:
         return {_offsetKey(t, p): self._topics.endOffset(t, p) for t, p in self._partitions}
@@ -216,6 +220,8 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # before the batch runs), so a replayed batch gets the same lags as the original.
         offsets = {key: starts[key] + taken[key] for key in ends}
         offsets.update({key + _LATEST: latest[key] for key in ends})
+        if self._heartbeat and self._availableNowTargets is None:
+            offsets[_HEARTBEAT] = time.time_ns() // 1_000_000  # a new batch every trigger, data or not
         return offsets
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:

@@ -54,8 +54,12 @@ class KafkaStreams:
     Notes
     -----
     Differences from Kafka Streams: a task's records are processed per micro-batch, so output
-    appears when the batch commits (latency = trigger interval + batch time); wall-clock time
-    advances per batch. ``max.task.idle.ms`` uses each input partition's lag as known when the
+    appears when the batch commits (latency = trigger interval + batch time). Stream-time
+    punctuators are checked after every record, as in ``TopologyTestDriver``; wall-clock
+    punctuators once per task and micro-batch, after its records. In continuous mode a
+    micro-batch runs every trigger interval even without new records, so a wall-clock
+    punctuator fires within one trigger interval (plus batch time) of its due time; under
+    ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each input partition's lag as known when the
     batch was planned: a task waits (keeping records in its state) while a partition with
     known lag has no data in the batch.
     """
@@ -231,6 +235,8 @@ class KafkaStreams:
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
+        if "processingTime" in trigger:  # wall-clock punctuation needs a batch per trigger
+            reader = reader.option("heartbeat", "true")
         keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
         taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),
                                F.col("partition"))

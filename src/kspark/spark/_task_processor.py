@@ -45,6 +45,7 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         plan = self.plan
+        now = int(time.time() * 1000)
         partition = plan["taskOfKey"][int(key[0])]
         taskId = f"{plan['subtopology'].id}_{partition}"
         cacheKey = (plan["applicationId"], taskId)
@@ -57,6 +58,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             task = self._newTask(taskId, partition)
             if stored:
                 task.restore(pickle.loads(stored[1]))
+            task.wallClockTime = now
             task.initialize()
 
         pdf = pd.concat(list(rows), ignore_index=True)
@@ -73,7 +75,8 @@ class TaskStatefulProcessor(StatefulProcessor):
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecords(topic, raws, lag=lag)
 
-        task.processAll(int(time.time() * 1000))
+        task.processAll(now)  # stream-time punctuation after every record, as in the driver
+        task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
         produced = task.drainProduced()
         metrics = task.metrics.encoded()
         task.metrics.counters.clear()
