@@ -7,7 +7,21 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 
 from .config import StreamsConfig
 from .dsl import Change, Consumed, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder
-from .errors import ConfigException, StreamsException, TaskAssignmentException, TopologyException
+from .errors import (
+    ConfigException,
+    DeserializationExceptionHandler,
+    DeserializationHandlerResponse,
+    ErrorHandlerContext,
+    LogAndContinueExceptionHandler,
+    LogAndContinueProcessingExceptionHandler,
+    LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler,
+    ProcessingExceptionHandler,
+    ProcessingHandlerResponse,
+    StreamsException,
+    TaskAssignmentException,
+    TopologyException,
+)
 from .keyvalue import KeyValue
 from .processor import (
     Cancellable,
@@ -42,6 +56,9 @@ __version__ = "0.1.0"
 __all__ = sorted(
     [
         "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp",
+        "DeserializationExceptionHandler", "DeserializationHandlerResponse", "ErrorHandlerContext",
+        "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
+        "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
         "Repartitioned", "Serde", "Serdes", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",

@@ -32,6 +32,9 @@ class StreamsConfig:
     DEFAULT_KEY_SERDE_CLASS_CONFIG = "default.key.serde"
     DEFAULT_VALUE_SERDE_CLASS_CONFIG = "default.value.serde"
     MAX_TASK_IDLE_MS_CONFIG = "max.task.idle.ms"
+    DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG = "default.deserialization.exception.handler"
+    PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG = "processing.exception.handler"
+    ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG = "errors.deadletterqueue.topic.name"
     STATE_DIR_CONFIG = "state.dir"
     TOPICS_DIR_CONFIG = "kspark.topics.dir"
     SPARK_MASTER_CONFIG = "kspark.spark.master"
@@ -44,6 +47,9 @@ class StreamsConfig:
         DEFAULT_KEY_SERDE_CLASS_CONFIG: None,  # Serdes.String()
         DEFAULT_VALUE_SERDE_CLASS_CONFIG: None,  # Serdes.JSON()
         MAX_TASK_IDLE_MS_CONFIG: 0,
+        DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG: None,  # LogAndFailExceptionHandler
+        PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG: None,  # LogAndFailProcessingExceptionHandler
+        ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG: None,
         STATE_DIR_CONFIG: "/tmp/kspark-streams",
         TOPICS_DIR_CONFIG: "/tmp/kspark-topics",
         SPARK_MASTER_CONFIG: "local[*]",
@@ -80,6 +86,25 @@ class StreamsConfig:
         from .serialization import Serdes
 
         return self._values[self.DEFAULT_VALUE_SERDE_CLASS_CONFIG] or Serdes.JSON()
+
+    def deserializationExceptionHandler(self):
+        from .errors import LogAndFailExceptionHandler
+
+        return self._handler(self.DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailExceptionHandler)
+
+    def processingExceptionHandler(self):
+        from .errors import LogAndFailProcessingExceptionHandler
+
+        return self._handler(self.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailProcessingExceptionHandler)
+
+    def _handler(self, key: str, default: type):
+        value = self._values[key]
+        if value is None:
+            return default()
+        handler = value() if isinstance(value, type) else value
+        if not callable(getattr(handler, "handle", None)):
+            raise ConfigException(f"Invalid value {value!r} for configuration {key}: it has no handle() method.")
+        return handler
 
     def defaultTimestampExtractor(self):
         from .processor import FailOnInvalidTimestamp

@@ -71,6 +71,8 @@ class RecordQueue:
         self._headRaw: RawRecord | None = None
         self.partitionTime = -1
         self.lag: int | None = None  # records known to exist beyond what was added; None = unknown
+        # (queue, raw record, exception) -> True to skip the record, False to fail; set by the task
+        self.onDeserializationError = lambda queue, raw, e: False
 
     def addRawRecords(self, records) -> None:
         self._raw.extend(records)
@@ -102,10 +104,13 @@ class RecordQueue:
                 key = self._keySerde.deserialize(self.topic, raw.key)
                 value = self._valueSerde.deserialize(self.topic, raw.value)
             except Exception as e:
+                if self.onDeserializationError(self, raw, e):
+                    continue  # skipped and counted by the handler's CONTINUE
                 raise StreamsException(
-                    f"Deserialization exception handler is set to fail upon a deserialization error. "
-                    f"A deserialization error occurred while processing record from topic={self.topic}, "
-                    f"partition={self.partition}, offset={raw.offset}: {e}"
+                    "Deserialization exception handler is set to fail upon a deserialization error. If you "
+                    "would rather have the streaming pipeline continue after a deserialization error, please set "
+                    f"the default.deserialization.exception.handler appropriately. topic={self.topic}, "
+                    f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
             consumerRecord = ConsumerRecord(self.topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
             try:

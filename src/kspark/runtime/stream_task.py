@@ -11,7 +11,7 @@ from itertools import count
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
-from ..errors import StreamsException
+from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, StreamsException
 from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
 from ..topology import Subtopology
@@ -68,7 +68,6 @@ class _Context(ProcessorContext):
     def __init__(self, task: "StreamTask") -> None:
         self._task = task
         self.currentNode: _Node | None = None
-        self.failedNode: _Node | None = None  # innermost node whose process() raised
         self.metadata: RecordMetadata | None = None
 
     def forward(self, record: Record, childName: str | None = None) -> None:
@@ -82,10 +81,6 @@ class _Context(ProcessorContext):
             for child in children:
                 self.currentNode = child
                 child.process(record)
-        except Exception:
-            if self.failedNode is None:
-                self.failedNode = self.currentNode
-            raise
         finally:
             self.currentNode = node
 
@@ -167,6 +162,11 @@ class StreamTask:
         self.wallClockTime = 0
         self.context = _Context(self)
         defaultKey, defaultValue = config.defaultKeySerde(), config.defaultValueSerde()
+        self._deserializationHandler = config.deserializationExceptionHandler()
+        self._processingHandler = config.processingExceptionHandler()
+        dlq = config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
+        self._deadLetterTopic = None if dlq is None else topicName(dlq)
+        self._numPartitions = numPartitions
         self.stores = {
             name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
         }
@@ -192,6 +192,7 @@ class StreamTask:
                         self.metrics, taskId, spec.name,
                     )
                     q.sourceNode = node
+                    q.onDeserializationError = self._onDeserializationError
                     queues.append(q)
                     self.queueOf[physical] = q
             elif isinstance(spec, ProcessorNodeSpec):
@@ -233,9 +234,71 @@ class StreamTask:
 
         def process(record: Record) -> None:
             counters[node.processCounter] += 1
-            call(record)
+            try:
+                call(record)
+            except StreamsException:
+                raise
+            except Exception as e:  # KIP-1033: handled at the failing node; siblings go on
+                self._onProcessingError(node, record, e)
 
         return process
+
+    # ------------------------------------------------------------------ error handling
+    def _errorContext(self, node: _Node | None, record: Record | None, raw=None) -> ErrorHandlerContext:
+        meta = self.context.metadata
+        return ErrorHandlerContext(
+            meta.topic if meta else None, meta.partition if meta else -1, meta.offset if meta else -1,
+            record.timestamp() if record is not None else -1, record.headers() if record is not None else (),
+            node.name if node else None, self.taskId,
+            raw.key if raw is not None else None, raw.value if raw is not None else None,
+        )
+
+    def _onProcessingError(self, node: _Node, record: Record | None, e: Exception) -> None:
+        context = self._errorContext(node, record)
+        if self._handle(self._processingHandler, context, record, e):
+            self.metrics.recordDropped(self.taskId, node.name, f"processing error: {type(e).__name__}")
+            return
+        where = (f"topic={context.topic}, partition={context.partition}, offset={context.offset}"
+                 if context.topic is not None else "in a punctuator")
+        raise StreamsException(
+            f"Exception caught in process. taskId={self.taskId}, processor={node.name}, {where}, "
+            f"stacktrace={type(e).__name__}: {e}"
+        ) from e
+
+    def _onDeserializationError(self, queue: RecordQueue, raw: RawRecord, e: Exception) -> bool:
+        context = ErrorHandlerContext(queue.topic, queue.partition, raw.offset, raw.timestamp, raw.headers,
+                                      queue.sourceNodeName, self.taskId, raw.key, raw.value)
+        if not self._handle(self._deserializationHandler, context, raw, e):
+            return False
+        self.metrics.recordDropped(self.taskId, queue.sourceNodeName, "deserialization error")
+        self._toDeadLetterQueue(context, e)
+        return True
+
+    def _handle(self, handler, context: ErrorHandlerContext, record, e: Exception) -> bool:
+        try:
+            response = handler.handle(context, record, e)
+        except Exception as handlerError:
+            raise StreamsException(f"Fatal user code error in exception handler {type(handler).__name__}") from handlerError
+        if response not in (DeserializationHandlerResponse.CONTINUE, DeserializationHandlerResponse.FAIL):
+            raise StreamsException(f"{type(handler).__name__}.handle() returned {response!r}, not CONTINUE or FAIL")
+        return response is DeserializationHandlerResponse.CONTINUE
+
+    def _toDeadLetterQueue(self, context: ErrorHandlerContext, e: Exception) -> None:
+        """With ``errors.deadletterqueue.topic.name`` set, write the original bytes there with
+        KIP-1034's error headers."""
+        if self._deadLetterTopic is None:
+            return
+        headers = tuple(context.headers) + (
+            ("__streams.errors.exception", type(e).__qualname__.encode()),
+            ("__streams.errors.message", str(e).encode()),
+            ("__streams.errors.topic", str(context.topic).encode()),
+            ("__streams.errors.partition", str(context.partition).encode()),
+            ("__streams.errors.offset", str(context.offset).encode()),
+        )
+        n = self._numPartitions(self._deadLetterTopic)
+        partition = partitionForKey(context.sourceRawKey, n) if context.sourceRawKey is not None else context.partition % n
+        self.produced.append(ProducedRecord(self._deadLetterTopic, partition, max(context.timestamp, 0),
+                                            context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
         keySerde = spec.keySerde or defaultKey
@@ -323,12 +386,16 @@ class StreamTask:
             sched.punctuator(now)
         except StreamsException:
             raise
-        except Exception as e:
+        except Exception as e:  # P-8: through the processing exception handler
+            context_ = self._errorContext(sched.node, None)
+            if self._handle(self._processingHandler, context_, None, e):
+                self.metrics.recordDropped(self.taskId, sched.node.name, f"punctuator error: {type(e).__name__}")
+                return
             raise StreamsException(
                 f"Exception caught while punctuating processor '{sched.node.name}': {type(e).__name__}: {e}"
             ) from e
         finally:
-            context.currentNode = context.failedNode = None
+            context.currentNode = None
 
     def close(self) -> None:
         for node, processor in self._processors:
@@ -357,16 +424,8 @@ class StreamTask:
         context.metadata = RecordMetadata(record.topic, record.partition, record.offset)
         try:
             queue.sourceNode.process(Record(record.key, record.value, record.timestamp, record.headers))
-        except StreamsException:
-            raise
-        except Exception as e:
-            node = (context.failedNode or queue.sourceNode).name
-            raise StreamsException(
-                f"Exception caught in process. taskId={self.taskId}, processor={node}, topic={record.topic}, "
-                f"partition={record.partition}, offset={record.offset}, stacktrace={type(e).__name__}: {e}"
-            ) from e
         finally:
-            context.currentNode = context.failedNode = None
+            context.currentNode = None
             context.metadata = None
         return True
 
