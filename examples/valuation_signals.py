@@ -180,8 +180,13 @@ def main(argv=None) -> int:
     parser.add_argument("--max-records-per-trigger", type=int, default=None)
     args = parser.parse_args(argv)
 
+    import logging
+
     from kspark import KafkaStreams
     from kspark.topics import LocalTopics
+
+    logging.basicConfig(format="%(message)s")
+    logging.getLogger("kspark.progress").setLevel(logging.INFO)  # one line per micro-batch
 
     started = time.time()
     shutil.rmtree(args.work, ignore_errors=True)

@@ -80,6 +80,7 @@ class KafkaStreams:
         self._error: BaseException | None = None
         self._state = self.CREATED
         self._stop = threading.Event()
+        self._listener = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -96,6 +97,10 @@ class KafkaStreams:
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
         plans = self._plan()
+        from ._progress import ProgressListener
+
+        self._listener = ProgressListener(self._appId, self._stateDir / "metrics")
+        self._session().streams.addListener(self._listener)
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
         if trigger == "availableNow":
@@ -134,6 +139,9 @@ class KafkaStreams:
                 log.warning("query %s did not stop cleanly", q.name)
         if self._thread is not None:
             self._thread.join()
+        if self._listener is not None:
+            self._session().streams.removeListener(self._listener)
+            self._listener = None
         if self._state == self.RUNNING:
             self._state = self.NOT_RUNNING
 
@@ -166,6 +174,13 @@ class KafkaStreams:
         )
         if missingSinks:
             raise StreamsException(f"Sink topics do not exist: {missingSinks}. Create them before starting.")
+        dlq = self._config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
+        if dlq is not None:
+            if self._topics.partitionsFor(dlq) is None:
+                raise StreamsException(f"The dead-letter topic {dlq} (errors.deadletterqueue.topic.name) does not exist.")
+            counts[dlq] = self._topics.partitionsFor(dlq)
+            physical[dlq] = dlq
+        self._checkApplicationMetadata(topology, {t: n for t, n in counts.items() if t not in internal})
         for topic, n in counts.items():
             if topic in internal:
                 existing = self._topics.partitionsFor(physical[topic])
@@ -193,6 +208,32 @@ class KafkaStreams:
                 "shufflePartitions": shuffle,
             })
         return plans
+
+    def _checkApplicationMetadata(self, topology: Topology, externalCounts: dict[str, int]) -> None:
+        """Refuse a checkpoint written by another topology, or topics whose partition counts changed
+        since it was written (a task's state belongs to one partition of one sub-topology)."""
+        description = str(topology.describe())
+        path = self._stateDir / "kspark-application.json"
+        if path.exists():
+            saved = json.loads(path.read_text())
+            if saved["topology"] != description:
+                raise StreamsException(
+                    f"state.dir {self._stateDir} holds the checkpoint of a different topology for application.id "
+                    f"{self._appId}; its state cannot be reused. Use a new application.id or delete that directory.\n"
+                    f"Checkpointed topology:\n{saved['topology']}\nThis topology:\n{description}"
+                )
+            for topic, n in sorted(externalCounts.items()):
+                before = saved["partitions"].get(topic)
+                if before is not None and before != n:
+                    raise StreamsException(
+                        f"Topic {topic} has {n} partitions, but had {before} when the checkpoint in "
+                        f"{self._stateDir} was written; tasks and their state are per partition, so the "
+                        "application cannot resume. Restore the partition count or reset the application."
+                    )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"topology": description, "partitions": externalCounts}, indent=1))
+        os.replace(tmp, path)
 
     def _runUntilCaughtUp(self, plans: list[dict]) -> None:
         try:
