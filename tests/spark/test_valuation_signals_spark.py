@@ -27,8 +27,8 @@ def inputs():
 
 
 @pytest.fixture(scope="module")
-def expected(inputs):
-    """Signals of TopologyTestDriver when records arrive in timestamp order."""
+def driverRun(inputs):
+    """Signals and dedup store of TopologyTestDriver when records arrive in timestamp order."""
     prices, valuations = inputs
     events = [(vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
     events += [(ts, "valuations", k, v) for k, v, ts in map(vs.valuationRecord, valuations)]
@@ -38,7 +38,18 @@ def expected(inputs):
         for ts, topic, key, value in events:
             topics[topic].pipeInput(key, value, ts)
         records = d.createOutputTopic("signals").readRecordsToList()
-    return sorted((r.key(), r.timestamp(), tuple(sorted(r.value().items()))) for r in records)
+        store = list(d.getKeyValueStore(vs.SIGNAL_STORE).all())
+    return sorted((r.key(), r.timestamp(), tuple(sorted(r.value().items()))) for r in records), store
+
+
+@pytest.fixture(scope="module")
+def expected(driverRun):
+    return driverRun[0]
+
+
+@pytest.fixture(scope="module")
+def driverStore(driverRun):
+    return driverRun[1]
 
 
 def signalsOf(topics):
@@ -100,3 +111,35 @@ def test_seed_004_join_without_repartition_is_rejected_before_spark_runs(tmp_pat
     vs.loadTopics(topics, inputs[0][:10], inputs[1][:10])
     with pytest.raises(TopologyException, match=r"^Invalid topology: Topics not co-partitioned: \[\{prices=5, valuations=1\}\]$"):
         KafkaStreams(vs.buildTopology(repartition=False), props(tmp_path)).start()
+
+
+def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spark, tmp_path, inputs, expected, driverStore):
+    """Issue 8: kill -9 the whole Spark run (driver, JVM, Python workers) five times at random
+    points, restart from the checkpoint each time; the final signals and the dedup store equal an
+    uninterrupted run's (the driver's)."""
+    import os
+    import random
+    import signal
+    import subprocess
+
+    topics = LocalTopics(tmp_path / "topics")
+    vs.loadTopics(topics, *inputs)
+    runner = Path(__file__).with_name("_crash_runner.py")
+    rng = random.Random(2026)
+    kills = 0
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, str(runner), str(tmp_path)], start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=rng.uniform(10, 40))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+    assert kills >= 3  # most runs were cut short
+    final = subprocess.run([sys.executable, str(runner), str(tmp_path)], capture_output=True, timeout=600)
+    assert final.returncode == 0, final.stderr.decode()[-2000:]
+
+    assert signalsOf(topics) == expected
+    streams = KafkaStreams(vs.buildTopology(), {**props(tmp_path), "application.id": "valuation-signals-crash"}, spark=spark)
+    assert list(streams.checkpointedStore(vs.SIGNAL_STORE).all()) == driverStore

@@ -162,6 +162,34 @@ class KafkaStreams:
                 totals[MetricName.decode(name)] += value
         return dict(totals)
 
+    def checkpointedStore(self, storeName: str):
+        """The contents of store ``storeName`` over all tasks, as of the last committed micro-batch,
+        read from the checkpoint (Spark's ``statestore`` reader), as a ``KeyValueStore``.
+
+        For inspection after or between runs; values of KTable stores are ``ValueAndTimestamp``.
+
+        Raises
+        ------
+        ValueError
+            If no sub-topology of the topology has a store of that name.
+        """
+        import pickle
+
+        sub = next((s for s in self._topology.subtopologies() if storeName in s.stores), None)
+        if sub is None:
+            raise ValueError(f"The topology has no store named {storeName}")
+        builder = self._topology.storeBuilders()[storeName]
+        store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
+        path = self._stateDir / f"subtopology-{sub.id}"
+        merged: dict = {}
+        if path.exists():
+            rows = (self._session().read.format("statestore").option("path", str(path))
+                    .option("stateVarName", "task").load().select("value.blob").collect())
+            for row in rows:
+                merged.update(pickle.loads(row.blob)["stores"].get(storeName, {}))
+        store.restore(merged)
+        return store
+
     # ------------------------------------------------------------------ planning
     def _plan(self) -> list[dict]:
         topology = self._topology
