@@ -2,7 +2,7 @@
 
 import pytest
 
-from kspark import ConfigException, Repartitioned, StreamsBuilder, StreamsConfig, TaskAssignmentException, TopologyException
+from kspark import ConfigException, Repartitioned, StreamsBuilder, StreamsConfig, TopologyException
 from kspark.topology import resolvePartitionCounts
 
 

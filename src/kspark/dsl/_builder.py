@@ -1,10 +1,14 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..state import StoreBuilder
 from ..topology import Topology
 from ._config_objects import Consumed, Materialized
+
+if TYPE_CHECKING:
+    from ._kstream import KStream
+    from ._ktable import KTable
 
 __all__ = ["StreamsBuilder"]
 

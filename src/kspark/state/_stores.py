@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from ..serialization import Serde
 

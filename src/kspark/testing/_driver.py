@@ -8,7 +8,7 @@ from ..config import StreamsConfig
 from ..keyvalue import KeyValue
 from ..runtime.metrics import MetricName
 from ..runtime.record_queue import RawRecord
-from ..runtime.stream_task import StreamTask, decodeHeaders
+from ..runtime.stream_task import StreamTask
 from ..serialization import Serde
 from ..state import KeyValueIterator, TimestampedKeyValueStore
 from ..topology import Subtopology, Topology
