@@ -6,7 +6,9 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 """
 
 from .config import StreamsConfig
-from .dsl import Change, Consumed, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder
+from .dsl import (
+    Change, Consumed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
+)
 from .errors import (
     ConfigException,
     DeserializationExceptionHandler,
@@ -55,7 +57,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp",
+        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "Grouped", "KGroupedStream",
         "DeserializationExceptionHandler", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",

@@ -1,9 +1,10 @@
 """The Streams DSL (Kafka ``org.apache.kafka.streams.kstream``)."""
 
 from ._builder import StreamsBuilder
-from ._config_objects import Consumed, Materialized, Named, Produced, Repartitioned
+from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from ._grouped import KGroupedStream
 from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
 
-__all__ = ["Change", "Consumed", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "StreamsBuilder"]
+__all__ = ["Change", "Consumed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "StreamsBuilder"]

@@ -13,7 +13,7 @@ from typing import Any
 from ..processor import TimestampExtractor
 from ..serialization import Serde
 
-__all__ = ["Consumed", "Materialized", "Named", "Produced", "Repartitioned"]
+__all__ = ["Consumed", "Grouped", "Materialized", "Named", "Produced", "Repartitioned"]
 
 
 class _factory:
@@ -161,6 +161,33 @@ class Repartitioned(_Params):
     @_factory
     def withStreamPartitioner(self, partitioner) -> "Repartitioned":
         self.partitioner = partitioner
+
+
+class Grouped(_Params):
+    """Serdes and name of a grouping's repartition topic (Kafka ``Grouped``)."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.keySerde: Serde | None = None
+        self.valueSerde: Serde | None = None
+
+    @_factory
+    def as_(self, name: str) -> "Grouped":
+        self.name = name
+
+    withName = as_
+
+    @_factory
+    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Grouped":
+        self.keySerde, self.valueSerde = keySerde, valueSerde
+
+    @_factory
+    def withKeySerde(self, keySerde: Serde) -> "Grouped":
+        self.keySerde = keySerde
+
+    @_factory
+    def withValueSerde(self, valueSerde: Serde) -> "Grouped":
+        self.valueSerde = valueSerde
 
 
 class Materialized(_Params):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
-from ._config_objects import Materialized, Produced, Repartitioned, nameOf
+from ._config_objects import Grouped, Materialized, Produced, Repartitioned, nameOf
 from ._internals.processors import (
     KStreamFilter,
     KStreamKTableJoin,
@@ -18,6 +18,7 @@ from ._ktable import KTable
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
+    from ._grouped import KGroupedStream
 
 __all__ = ["KStream"]
 
@@ -127,6 +128,19 @@ class KStream:
         )
         topology.addSource(sourceName, topic, keySerde=repartitioned.keySerde, valueSerde=repartitioned.valueSerde)
         return KStream(self._builder, sourceName, {topic}, repartitionRequired=False)
+
+    # ------------------------------------------------------------------ grouping
+    def groupByKey(self, grouped=None) -> "KGroupedStream":
+        """Group by the current key for an aggregation (Kafka ``KStream#groupByKey``); repartitions
+        first if the key was changed upstream."""
+        from ._grouped import KGroupedStream
+
+        return KGroupedStream(self, grouped or Grouped())
+
+    def groupBy(self, keySelector: Callable[[Any, Any], Any], grouped=None) -> "KGroupedStream":
+        """Group by ``keySelector(key, value)``; always repartitions by the new key (Kafka
+        ``KStream#groupBy``, rule RP-1)."""
+        return self.selectKey(keySelector).groupByKey(grouped)
 
     # ------------------------------------------------------------------ tables and joins
     def toTable(self, named=None, materialized: Materialized | None = None) -> KTable:

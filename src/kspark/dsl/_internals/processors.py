@@ -161,3 +161,35 @@ class KStreamKTableJoin(ContextualProcessor):
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+
+class KStreamAggregate(ContextualProcessor):
+    """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
+
+    Records with a null key or value are skipped and counted. The first record of a key starts
+    from ``initializer()`` (reduce: from the value itself); the result's timestamp is the max of
+    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
+    """
+
+    def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False) -> None:
+        self.storeName, self.initializer, self.aggregator, self.reduce = storeName, initializer, aggregator, reduce
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key, value = record.key(), record.value()
+        if key is None or value is None:
+            _dropped(self.context(), "null key or value", "Skipping record due to null key or value.")
+            return
+        old = self.store.get(key)
+        if old is None:
+            newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
+            timestamp, oldAgg = record.timestamp(), None
+        else:
+            oldAgg = old.value
+            newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
+            timestamp = max(record.timestamp(), old.timestamp)
+        self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
+        self.context().forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()))
