@@ -8,6 +8,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 from .config import StreamsConfig
 from .dsl import (
     Change, Consumed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
+    TimeWindow, TimeWindowedKStream, TimeWindows, Window, Windowed, WindowedSerdes,
 )
 from .errors import (
     ConfigException,
@@ -64,8 +65,9 @@ __all__ = sorted(
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
         "Repartitioned", "Serde", "Serdes", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
-        "TaskAssignmentException", "TimestampExtractor", "Topology", "TopologyException",
-        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor",
+        "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
+        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window",
+        "Windowed", "WindowedSerdes",
     ],
     key=str.casefold,
 )

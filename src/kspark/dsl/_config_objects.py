@@ -197,10 +197,18 @@ class Materialized(_Params):
         self.storeName: str | None = None
         self.keySerde: Serde | None = None
         self.valueSerde: Serde | None = None
+        self.retentionMs: int | None = None
 
     @_factory
     def as_(self, storeName: str) -> "Materialized":
         self.storeName = storeName
+
+    @_factory
+    def withRetention(self, retention) -> "Materialized":
+        """How long (ms or timedelta) a windowed store keeps windows."""
+        from .._duration import toMillis
+
+        self.retentionMs = toMillis(retention, "retention")
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Materialized":

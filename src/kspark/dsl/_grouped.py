@@ -11,7 +11,7 @@ from ._ktable import KTable
 if TYPE_CHECKING:
     from ._kstream import KStream
 
-__all__ = ["KGroupedStream"]
+__all__ = ["KGroupedStream", "TimeWindowedKStream"]
 
 
 class KGroupedStream:
@@ -48,7 +48,15 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(),
                                lambda store: KStreamAggregate(store, initializer, aggregator))
 
-    def _aggregate(self, prefix: str, named, materialized: Materialized, processor) -> KTable:
+    def windowedBy(self, windows) -> "TimeWindowedKStream":
+        """Aggregate in time windows (``TimeWindows``); Kafka ``KGroupedStream#windowedBy``."""
+        from ._windows import TimeWindows
+
+        if not isinstance(windows, TimeWindows):
+            raise TypeError("windowedBy takes TimeWindows (session windows are not supported yet)")
+        return TimeWindowedKStream(self, windows)
+
+    def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None) -> KTable:
         from ._config_objects import nameOf
 
         builder = self._stream._builder
@@ -62,11 +70,64 @@ class KGroupedStream:
         name = nameOf(named) or builder._newProcessorName(prefix)
         topology = builder._topology
         topology.addProcessor(name, lambda: processor(storeName), stream._name)
-        topology.addStateStore(
-            Stores.timestampedKeyValueStoreBuilder(
+        if storeBuilder is None:
+            builderOfStore = Stores.timestampedKeyValueStoreBuilder(
                 Stores.persistentKeyValueStore(storeName),
                 materialized.keySerde or self._grouped.keySerde, materialized.valueSerde,
-            ),
-            name,
-        )
+            )
+        else:
+            builderOfStore = storeBuilder(storeName)
+        topology.addStateStore(builderOfStore, name)
         return KTable(builder, name, storeName, stream._sourceTopics)
+
+
+class TimeWindowedKStream:
+    """A grouped stream in time windows (Kafka ``TimeWindowedKStream``); results are keyed by
+    ``Windowed(key, TimeWindow)`` and stored in a window store with retention ``size + grace``
+    (``Materialized.withRetention`` to keep them longer)."""
+
+    def __init__(self, grouped: KGroupedStream, windows) -> None:
+        self._grouped = grouped
+        self._windows = windows
+
+    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
+        """Records per key and window (null keys skipped and counted; late records dropped per
+        window and counted). Mirrors Kafka ``TimeWindowedKStream#count``."""
+        materialized = materialized or Materialized()
+        if materialized.valueSerde is None:
+            materialized = materialized.withValueSerde(Serdes.Long())
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, lambda: 0, lambda k, v, a: a + 1, False)
+
+    def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", named, materialized or Materialized(), None, reducer, True)
+
+    def aggregate(self, initializer: Callable, aggregator: Callable, named=None,
+                  materialized: Materialized | None = None) -> KTable:
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(), initializer, aggregator, False)
+
+    def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
+        from ._internals.processors import KStreamWindowAggregate
+
+        windows = self._windows
+        retention = materialized.retentionMs
+        minimum = windows.size() + windows.gracePeriodMs()
+        if retention is None:
+            retention = minimum
+        elif retention < minimum:
+            raise ValueError(
+                f"The retention period of the window store {materialized.storeName} must be no smaller than its "
+                f"window size plus the grace period. Got size=[{windows.size()}], grace=[{windows.gracePeriodMs()}], "
+                f"retention=[{retention}]"
+            )
+
+        def storeBuilder(storeName):
+            return Stores.windowStoreBuilder(
+                Stores.persistentWindowStore(storeName, retention, windows.size()),
+                materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
+            )
+
+        return self._grouped._aggregate(
+            prefix, named, materialized,
+            lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce),
+            storeBuilder,
+        )

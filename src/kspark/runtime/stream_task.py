@@ -307,6 +307,7 @@ class StreamTask:
         produced = self.produced
         counters = self.metrics.counters
         roundRobin = count()
+        baseKey = getattr(keySerde, "baseKeyBytes", None)
         cache: list[int] = []
 
         def process(record: Record) -> None:
@@ -326,7 +327,9 @@ class StreamTask:
             if partition is None:
                 # DP-1: the producer hashes a non-null key; a null key is spread without hashing
                 # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
-                partition = partitionForKey(keyBytes, n) if keyBytes is not None else next(roundRobin) % n
+                # (a windowed key serde hashes only the base key: WindowedStreamPartitioner)
+                hashed = keyBytes if baseKey is None or keyBytes is None else baseKey(keyBytes)
+                partition = partitionForKey(hashed, n) if hashed is not None else next(roundRobin) % n
             elif not 0 <= partition < n:
                 raise StreamsException(
                     f"Partitioner of sink {spec.name} returned partition {partition} for topic {topic} with {n} partitions"

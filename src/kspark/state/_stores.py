@@ -13,6 +13,8 @@ __all__ = [
     "Stores",
     "TimestampedKeyValueStore",
     "ValueAndTimestamp",
+    "WindowBytesStoreSupplier",
+    "WindowStore",
 ]
 
 log = logging.getLogger("kspark.state")
@@ -156,6 +158,98 @@ class TimestampedKeyValueStore(KeyValueStore):
     """
 
 
+class WindowStore:
+    """Values per (key, window start) of one task (Kafka ``WindowStore``; here timestamped:
+    values are ``ValueAndTimestamp`` when built by a windowed aggregation).
+
+    Retention (ms) is judged against the largest window start put so far: windows starting at or
+    before ``observedStreamTime - retention`` are dropped (Kafka's in-memory window store).
+    Iteration is by window start, then serialized key.
+    """
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool,
+                 retentionMs: int, windowSizeMs: int) -> None:
+        self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
+        self._retentionMs, self._windowSizeMs = retentionMs, windowSizeMs
+        self._data: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+        self._observed = -1
+        self._purgedAt = -1
+
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return self._persistent
+
+    def windowSize(self) -> int:
+        return self._windowSizeMs
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def snapshot(self) -> dict:
+        return {"data": self._data, "observed": self._observed}
+
+    def restore(self, data: dict) -> None:
+        self._data, self._observed = data["data"], data["observed"]
+
+    def _keyBytes(self, key: Any) -> bytes:
+        if key is None:
+            raise TypeError(f"Null key is not allowed in store {self._name}")
+        return self._keySerde.serialize(self._name, key)
+
+    def _live(self, start: int) -> bool:
+        return start > self._observed - self._retentionMs
+
+    def put(self, key: Any, value: Any, windowStartTimestamp: int) -> None:
+        kb = self._keyBytes(key)
+        self._observed = max(self._observed, windowStartTimestamp)
+        if not self._live(windowStartTimestamp):
+            log.warning("Skipping record for expired segment.")
+            return
+        if value is None:
+            self._data.pop((windowStartTimestamp, kb), None)
+        else:
+            self._data[(windowStartTimestamp, kb)] = (key, value)
+        if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
+            self._data = {k: v for k, v in self._data.items() if self._live(k[0])}
+            self._purgedAt = self._observed
+
+    def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
+        """``fetch(key, start)``: the value of that window (or None); ``fetch(key, from, to)``:
+        ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]``."""
+        kb = self._keyBytes(key)
+        if timeTo is None:
+            entry = self._data.get((timeFrom, kb))
+            return None if entry is None or not self._live(timeFrom) else entry[1]
+        from ..keyvalue import KeyValue
+
+        return KeyValueIterator([KeyValue(start, v) for (start, k), (_, v) in sorted(self._data.items())
+                                 if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def all(self) -> KeyValueIterator:
+        """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window."""
+        from ..dsl._windows import TimeWindow, Windowed
+        from ..keyvalue import KeyValue
+
+        return KeyValueIterator([
+            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), v)
+            for (start, _), (key, v) in sorted(self._data.items()) if self._live(start)
+        ])
+
+
+class WindowBytesStoreSupplier(NamedTuple):
+    """Names a window store: retention and window size in ms (Kafka ``WindowBytesStoreSupplier``)."""
+
+    name: str
+    retentionPeriod: int
+    windowSize: int
+    persistent: bool
+
+
 class KeyValueBytesStoreSupplier(NamedTuple):
     """Names a key-value store and its kind (Kafka ``KeyValueBytesStoreSupplier``)."""
 
@@ -199,7 +293,11 @@ class StoreBuilder:
     def loggingEnabled(self) -> bool:
         return self._logging
 
-    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore:
+    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore | WindowStore:
+        if isinstance(self._supplier, WindowBytesStoreSupplier):
+            s = self._supplier
+            return WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
+                               s.persistent, s.retentionPeriod, s.windowSize)
         cls = TimestampedKeyValueStore if self._supplier.timestamped else KeyValueStore
         return cls(
             self._supplier.name,
@@ -226,6 +324,20 @@ class Stores:
         return KeyValueBytesStoreSupplier(_checkName(name), persistent=True, timestamped=True)
 
     @staticmethod
+    def inMemoryWindowStore(name: str, retentionPeriod, windowSize, retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
+        """A window store keeping windows for ``retentionPeriod`` (ms or timedelta) after their start."""
+        return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=False)
+
+    @staticmethod
+    def persistentWindowStore(name: str, retentionPeriod, windowSize, retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
+        return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=True)
+
+    @staticmethod
+    def windowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
+                           valueSerde: Serde | None = None) -> StoreBuilder:
+        return StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+
+    @staticmethod
     def keyValueStoreBuilder(
         supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None = None, valueSerde: Serde | None = None
     ) -> StoreBuilder:
@@ -239,6 +351,22 @@ class Stores:
         supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None = None, valueSerde: Serde | None = None
     ) -> StoreBuilder:
         return StoreBuilder(supplier._replace(timestamped=True), keySerde, valueSerde)
+
+
+def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent) -> WindowBytesStoreSupplier:
+    from .._duration import toMillis
+
+    retention, size = toMillis(retentionPeriod, "retentionPeriod"), toMillis(windowSize, "windowSize")
+    if retention < 0:
+        raise ValueError("retentionPeriod cannot be negative")
+    if size < 0:
+        raise ValueError("windowSize cannot be negative")
+    if size > retention:
+        raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
+                         f"Got size=[{size}], retention=[{retention}]")
+    if retainDuplicates:
+        raise NotImplementedError("retainDuplicates window stores (stream-stream joins) are not supported yet")
+    return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent)
 
 
 def _checkName(name: str) -> str:

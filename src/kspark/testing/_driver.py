@@ -10,7 +10,7 @@ from ..runtime.metrics import MetricName
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import StreamTask
 from ..serialization import Serde
-from ..state import KeyValueIterator, TimestampedKeyValueStore
+from ..state import KeyValueIterator, TimestampedKeyValueStore, WindowStore
 from ..topology import Subtopology, Topology
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -301,6 +301,11 @@ class TopologyTestDriver:
     def getTimestampedKeyValueStore(self, name: str) -> Any:
         store = self._task.stores.get(name)
         return store if isinstance(store, TimestampedKeyValueStore) else None
+
+    def getWindowStore(self, name: str) -> Any:
+        """The window store ``name`` (values are ``ValueAndTimestamp`` for DSL aggregations), or None."""
+        store = self._task.stores.get(name)
+        return store if isinstance(store, WindowStore) else None
 
     def getAllStateStores(self) -> dict[str, Any]:
         return dict(self._task.stores)

@@ -193,3 +193,54 @@ class KStreamAggregate(ContextualProcessor):
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
         self.context().forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()))
+
+
+class KStreamWindowAggregate(ContextualProcessor):
+    """Time-window aggregation (Kafka ``KStreamWindowAggregate``, emit on window update).
+
+    Null keys are skipped and counted. The processor's stream time is the max timestamp it has
+    seen; for each window containing the record, if ``window.end > streamTime - grace`` the
+    aggregate is updated (timestamp = max of contributing timestamps, rule T-18) and
+    ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
+    dropped for that window and counted ("Skipping record for expired window").
+    """
+
+    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False) -> None:
+        self.storeName, self.windows = storeName, windows
+        self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
+        self.observedStreamTime = -1
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        from .._windows import Windowed
+
+        key, value, ts = record.key(), record.value(), record.timestamp()
+        if key is None:
+            _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        self.observedStreamTime = max(self.observedStreamTime, ts)
+        closeTime = self.observedStreamTime - self.windows.gracePeriodMs()
+        for start, window in self.windows.windowsFor(ts).items():
+            if window.end() <= closeTime:
+                meta = self.context().recordMetadata()
+                log.warning(
+                    "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+                    "window=[%d,%d) expiration=[%d] streamTime=[%d]",
+                    meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, window.end(),
+                    closeTime, self.observedStreamTime,
+                )
+                self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
+                                                       "expired window")
+                continue
+            old = self.store.fetch(key, start)
+            if old is None:
+                newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
+                timestamp = ts
+            else:
+                newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
+                timestamp = max(ts, old.timestamp)
+            self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
+            self.context().forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()))
