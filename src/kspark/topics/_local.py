@@ -23,6 +23,7 @@ import operator
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -144,7 +145,8 @@ class LocalTopics:
 
     # ------------------------------------------------------------------ admin
 
-    def createTopic(self, name: str, numPartitions: int, *, ifNotExists: bool = False) -> None:
+    def createTopic(self, name: str, numPartitions: int, *, ifNotExists: bool = False,
+                    config: dict[str, str] | None = None) -> None:
         """Create topic ``name`` with ``numPartitions`` empty partitions.
 
         Parameters
@@ -155,6 +157,10 @@ class LocalTopics:
             Number of partitions, at least 1.
         ifNotExists : bool, default False
             Make creating an existing topic with the same partition count a no-op.
+        config : dict, optional
+            Topic configs; only ``message.timestamp.type`` (``CreateTime``, the default, keeps the
+            producer's timestamp; ``LogAppendTime`` replaces it by the time the log appended the
+            record, in ms) is supported.
 
         Raises
         ------
@@ -164,6 +170,11 @@ class LocalTopics:
             If the topic exists, unless ``ifNotExists`` and its partition count is ``numPartitions``.
         """
         _validateTopicName(name)
+        config = dict(config or {})
+        unknown = set(config) - {"message.timestamp.type"}
+        if unknown or config.get("message.timestamp.type", "CreateTime") not in ("CreateTime", "LogAppendTime"):
+            raise ValueError(f"Unsupported topic config for {name}: {config} "
+                             "(only message.timestamp.type = CreateTime | LogAppendTime)")
         if isinstance(numPartitions, bool) or not isinstance(numPartitions, int) or numPartitions < 1:
             raise ValueError(f"Number of partitions must be at least 1, got {numPartitions!r}")
         if self.partitionsFor(name) is None:
@@ -172,7 +183,7 @@ class LocalTopics:
             tmp.mkdir()
             for partition in range(numPartitions):
                 (tmp / str(partition)).mkdir()
-            (tmp / _TOPIC_FILE).write_text(json.dumps({"name": name, "partitions": numPartitions}))
+            (tmp / _TOPIC_FILE).write_text(json.dumps({"name": name, "partitions": numPartitions, "config": config}))
             _fsyncFile(tmp / _TOPIC_FILE)
             try:
                 os.rename(tmp, self._root / name)
@@ -225,6 +236,14 @@ class LocalTopics:
         return int(meta["partitions"])
 
     # ------------------------------------------------------------------ offsets
+
+    def timestampType(self, name: str) -> str:
+        """``"CreateTime"`` or ``"LogAppendTime"`` (topic config ``message.timestamp.type``)."""
+        try:
+            meta = json.loads((self._root / name / _TOPIC_FILE).read_text())
+        except FileNotFoundError:
+            raise _unknownTopic(name) from None
+        return meta.get("config", {}).get("message.timestamp.type", "CreateTime")
 
     def endOffset(self, name: str, partition: int) -> int:
         """The offset the next record appended to ``name``-``partition`` gets (0 when empty).
@@ -482,6 +501,7 @@ class LocalTopics:
             return _READ_SCHEMA.empty_table()
         starts = [entry["start"] for entry in entries]
         first = bisect.bisect_right(starts, start) - 1
+        logAppendTime = self.timestampType(name) == "LogAppendTime"
         pieces = []
         for entry in entries[first:]:
             if entry["start"] >= end:
@@ -490,7 +510,11 @@ class LocalTopics:
                 segment = pa.ipc.open_file(source).read_all()
             lo = max(start, entry["start"]) - entry["start"]
             hi = min(end, entry["start"] + entry["count"]) - entry["start"]
-            pieces.append(segment.slice(lo, hi - lo))
+            piece = segment.slice(lo, hi - lo)
+            if logAppendTime:  # the log's append time replaces the producer's timestamp
+                index = piece.schema.get_field_index("timestamp")
+                piece = piece.set_column(index, "timestamp", pa.array(np.full(piece.num_rows, entry["appendTime"], dtype=np.int64)))
+            pieces.append(piece)
         records = pa.concat_tables(pieces)
         offsets = pa.array(np.arange(start, end, dtype=np.int64))
         return pa.Table.from_arrays([offsets, *records.columns], schema=_READ_SCHEMA)
@@ -564,6 +588,7 @@ class LocalTopics:
                     "producer": producer if idempotent else None,
                     "sequence": sequence if idempotent else None,
                     "index": index,
+                    "appendTime": time.time_ns() // 1_000_000,
                 }
             ).encode() + b"\n"
             fd = os.open(manifest, os.O_WRONLY | os.O_CREAT, 0o644)

@@ -47,7 +47,7 @@ def test_create_list_describe_delete(tmp_path, topics):
     assert topics.listTopics() == ["a.b_c-1", "orders"]
     assert topics.partitionsFor("orders") == 3
     assert topics.partitionsFor("missing") is None
-    assert json.loads((tmp_path / "orders" / "topic.json").read_text()) == {"name": "orders", "partitions": 3}
+    assert json.loads((tmp_path / "orders" / "topic.json").read_text()) == {"name": "orders", "partitions": 3, "config": {}}
     assert topics.endOffsets("orders") == {0: 0, 1: 0, 2: 0}
     topics.deleteTopic("orders")
     assert topics.listTopics() == ["a.b_c-1"]
@@ -299,3 +299,22 @@ def test_concurrent_appends_from_two_processes_keep_offsets_dense(tmp_path, topi
     for w in "xy":
         mine = [v for v in values if v.startswith(w)]
         assert mine == [f"{w}-{i}-{j}" for i in range(25) for j in range(3)]
+
+
+def test_log_append_time_topic_replaces_producer_timestamps_with_the_append_time(tmp_path):
+    """Issue 3: a topic's metadata timestamp is the producer's (CreateTime) or the log's (LogAppendTime)."""
+    import time
+
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("create", 1)
+    topics.createTopic("append", 1, config={"message.timestamp.type": "LogAppendTime"})
+    before = time.time_ns() // 1_000_000
+    for name in ("create", "append"):
+        topics.produce(name, [(b"k", b"v", 5), (b"k", b"w", 6)], partitioner=lambda key, n: 0)
+    after = time.time_ns() // 1_000_000
+    assert topics.timestampType("create") == "CreateTime"
+    assert topics.read("create", 0, 0, 2).column("timestamp").to_pylist() == [5, 6]
+    stamps = topics.read("append", 0, 0, 2).column("timestamp").to_pylist()
+    assert stamps[0] == stamps[1] and before <= stamps[0] <= after
+    with pytest.raises(ValueError, match="Unsupported topic config"):
+        topics.createTopic("bad", 1, config={"message.timestamp.type": "Now"})
