@@ -158,3 +158,14 @@ def test_t8_extractor_user_error_is_wrapped():
 
 def test_default_extractor_is_fail_on_invalid_timestamp():
     assert isinstance(StreamsConfig().defaultTimestampExtractor(), FailOnInvalidTimestamp)
+
+
+def test_bulk_extracted_timestamps_skip_the_extractor_call():
+    """Hosts may pass timestamps they extracted in bulk for the built-in metadata extractors."""
+    task = twoTopicTask()
+    task.initialize()
+    assert task.queueOf["a"].extractsMetadataTimestamp()
+    task.addRecords("a", [RawRecord(0, 10, b"k", b"1", (), 10)], lag=0)
+    task.addRecords("b", [], lag=0)
+    task.processAll(0)
+    assert values(task) == [[1, 10, 10]]

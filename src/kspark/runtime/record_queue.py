@@ -24,6 +24,7 @@ class RawRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple = ()
+    extracted: int | None = None  # the timestamp a host already extracted in bulk (built-in extractors)
 
 
 class StampedRecord(NamedTuple):
@@ -79,6 +80,13 @@ class RecordQueue:
         if self.head is None:
             self._updateHead()
 
+    def extractsMetadataTimestamp(self) -> bool:
+        """Whether this queue's extractor is a built-in one that returns the record's metadata
+        timestamp when it is >= 0, so a host may take valid timestamps in bulk (rule T-3)."""
+        from ..processor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp
+
+        return type(self._extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
+
     def isEmpty(self) -> bool:
         return self.head is None
 
@@ -112,6 +120,10 @@ class RecordQueue:
                     f"the default.deserialization.exception.handler appropriately. topic={self.topic}, "
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
+            if raw.extracted is not None:
+                self.head = StampedRecord(raw.extracted, key, value, raw.headers, self.topic, self.partition, raw.offset)
+                self._headRaw = raw
+                continue
             consumerRecord = ConsumerRecord(self.topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
             try:
                 ts = self._extractor.extract(consumerRecord, self.partitionTime)

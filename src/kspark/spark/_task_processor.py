@@ -65,10 +65,13 @@ class TaskStatefulProcessor(StatefulProcessor):
         for topic, group in pdf.groupby("topic", sort=False):
             markers = group[group["offset"] < 0]
             data = group[group["offset"] >= 0].sort_values("offset", kind="stable")
+            timestamps = data["timestamp"].to_numpy()
+            # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
+            bulk = task.queueOf[topic].extractsMetadataTimestamp() and bool((timestamps >= 0).all())
             raws = [
-                RawRecord(o, t, k, v, decodeHeaders(h))
+                RawRecord(o, t, k, v, decodeHeaders(h), t if bulk else None)
                 for o, t, k, v, h in zip(
-                    data["offset"].tolist(), data["timestamp"].tolist(), data["key"].tolist(),
+                    data["offset"].tolist(), timestamps.tolist(), data["key"].tolist(),
                     data["value"].tolist(), data["headers"].tolist(),
                 )
             ]
