@@ -169,3 +169,14 @@ def test_bulk_extracted_timestamps_skip_the_extractor_call():
     task.addRecords("b", [], lag=0)
     task.processAll(0)
     assert values(task) == [[1, 10, 10]]
+
+
+def test_t7_wallclock_extractor_uses_processing_time():
+    import time
+
+    from kspark import WallclockTimestampExtractor
+
+    before = time.time_ns() // 1_000_000
+    _, out = drive(WallclockTimestampExtractor(), [(1, 5)])
+    after = time.time_ns() // 1_000_000
+    assert before <= out[0].timestamp() <= after
