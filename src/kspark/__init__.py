@@ -8,7 +8,8 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 from .config import StreamsConfig
 from .dsl import (
     Change, Consumed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
-    TimeWindow, TimeWindowedKStream, TimeWindows, Window, Windowed, WindowedSerdes,
+    SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
+    Windowed, WindowedSerdes,
 )
 from .errors import (
     ConfigException,
@@ -42,7 +43,7 @@ from .processor import (
     WallclockTimestampExtractor,
 )
 from .serialization import Serde, Serdes
-from .state import KeyValueStore, Stores, ValueAndTimestamp
+from .state import KeyValueStore, SessionStore, Stores, ValueAndTimestamp, WindowStore
 from .topology import Topology
 
 
@@ -64,9 +65,9 @@ __all__ = sorted(
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
-        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window",
+        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes",
     ],
     key=str.casefold,

@@ -11,7 +11,7 @@ from ._ktable import KTable
 if TYPE_CHECKING:
     from ._kstream import KStream
 
-__all__ = ["KGroupedStream", "TimeWindowedKStream"]
+__all__ = ["KGroupedStream", "SessionWindowedKStream", "TimeWindowedKStream"]
 
 
 class KGroupedStream:
@@ -48,12 +48,14 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(),
                                lambda store: KStreamAggregate(store, initializer, aggregator))
 
-    def windowedBy(self, windows) -> "TimeWindowedKStream":
+    def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
         """Aggregate in time windows (``TimeWindows``); Kafka ``KGroupedStream#windowedBy``."""
-        from ._windows import TimeWindows
+        from ._windows import SessionWindows, TimeWindows
 
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
         if not isinstance(windows, TimeWindows):
-            raise TypeError("windowedBy takes TimeWindows (session windows are not supported yet)")
+            raise TypeError("windowedBy takes TimeWindows or SessionWindows")
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None) -> KTable:
@@ -129,5 +131,65 @@ class TimeWindowedKStream:
         return self._grouped._aggregate(
             prefix, named, materialized,
             lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce),
+            storeBuilder,
+        )
+
+
+class SessionWindowedKStream:
+    """A grouped stream in session windows (Kafka ``SessionWindowedKStream``); results are keyed
+    by ``Windowed(key, SessionWindow)``, kept in a session store with retention ``gap + grace``
+    unless ``Materialized.withRetention`` (rule ST-1). Updates are emitted on every change, with
+    a tombstone for each merged-away session (SA-8)."""
+
+    def __init__(self, grouped: KGroupedStream, windows) -> None:
+        self._grouped = grouped
+        self._windows = windows
+
+    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
+        """Records per session (SA-12: initializer 0, aggregator +1, merger a + b)."""
+        materialized = materialized or Materialized()
+        if materialized.valueSerde is None:
+            materialized = materialized.withValueSerde(Serdes.Long())
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
+                               lambda: 0, lambda k, v, agg: agg + 1, lambda k, a, b: a + b)
+
+    def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
+        """``reducer(aggregate, value)`` per session; merging sessions applies the reducer in store
+        order, so "A:B" merged with a new "C" gives "A:B:C" (SA-12)."""
+        def aggregator(k, v, agg):
+            return v if agg is None else reducer(agg, v)
+
+        return self._aggregate("KSTREAM-REDUCE-", named, materialized or Materialized(),
+                               lambda: None, aggregator, lambda k, a1, a2: aggregator(k, a2, a1))
+
+    def aggregate(self, initializer: Callable, aggregator: Callable, sessionMerger: Callable, named=None,
+                  materialized: Materialized | None = None) -> KTable:
+        """``aggregator(key, value, agg)`` per session from ``initializer()``; ``sessionMerger(key,
+        agg1, agg2)`` combines sessions that a record bridges (SA-6, SA-12)."""
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(),
+                               initializer, aggregator, sessionMerger)
+
+    def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, merger) -> KTable:
+        from ._internals.processors import KStreamSessionWindowAggregate
+
+        windows = self._windows
+        minimum = windows.inactivityGap() + windows.gracePeriodMs()
+        retention = minimum if materialized.retentionMs is None else materialized.retentionMs
+        if retention < minimum:
+            raise ValueError(
+                f"The retention period of the session store {materialized.storeName} must be no smaller than the "
+                f"session inactivity gap plus the grace period. Got gap=[{windows.inactivityGap()}], "
+                f"grace=[{windows.gracePeriodMs()}], retention=[{retention}]"
+            )
+
+        def storeBuilder(storeName):
+            return Stores.sessionStoreBuilder(
+                Stores.persistentSessionStore(storeName, retention),
+                materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
+            )
+
+        return self._grouped._aggregate(
+            prefix, named, materialized,
+            lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger),
             storeBuilder,
         )

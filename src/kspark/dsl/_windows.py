@@ -5,7 +5,7 @@ from typing import Any
 from .._duration import Duration, toMillis
 from ..serialization import Serde, SerializationException
 
-__all__ = ["TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
+__all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
 
 
 class Window:
@@ -44,6 +44,66 @@ class Window:
 
 class TimeWindow(Window):
     """A half-open window ``[start, end)`` of time-window aggregations (Kafka ``TimeWindow``)."""
+
+
+class SessionWindow(Window):
+    """A session window ``[start, end]``, both bounds inclusive (Kafka ``SessionWindow``, rule SW-7).
+
+    ``start`` and ``end`` are the timestamps of the session's first and last record.
+    """
+
+    def overlap(self, other: "SessionWindow") -> bool:
+        """True unless one ends before the other starts; touching windows overlap (rule SW-9)."""
+        if not isinstance(other, SessionWindow):
+            raise ValueError(f"Cannot compare windows of different type. Other window must be of type SessionWindow but got {type(other).__name__}")
+        return not (other._end < self._start or self._end < other._start)
+
+
+class SessionWindows:
+    """Sessions of a key split by ``inactivityGap`` of silence, with a grace period (Kafka ``SessionWindows``).
+
+    Two records of a key are in the same session iff their timestamps differ by at most
+    ``inactivityGap`` (inclusive), possibly through records in between; one record may merge
+    several sessions. A record whose merged session ends before ``streamTime - grace - gap`` is
+    dropped and counted. Rules SW-1..SW-3, SA-4..SA-7.
+
+    Raises
+    ------
+    ValueError
+        ``"Gap time cannot be zero or negative."`` / ``"Grace period must not be negative."`` (SW-3).
+    """
+
+    def __init__(self, gapMs: int, graceMs: int) -> None:
+        if gapMs <= 0:
+            raise ValueError("Gap time cannot be zero or negative.")
+        if graceMs < 0:
+            raise ValueError("Grace period must not be negative.")
+        self._gapMs, self._graceMs = gapMs, graceMs
+
+    @staticmethod
+    def ofInactivityGapWithNoGrace(inactivityGap: Duration) -> "SessionWindows":
+        """Sessions split by ``inactivityGap`` (ms or timedelta), grace 0 (SW-1)."""
+        return SessionWindows(toMillis(inactivityGap, "inactivityGap"), 0)
+
+    @staticmethod
+    def ofInactivityGapAndGrace(inactivityGap: Duration, afterWindowEnd: Duration) -> "SessionWindows":
+        """Sessions split by ``inactivityGap`` that admit out-of-order records for ``afterWindowEnd`` (SW-2)."""
+        return SessionWindows(toMillis(inactivityGap, "inactivityGap"), toMillis(afterWindowEnd, "afterWindowEnd"))
+
+    def inactivityGap(self) -> int:
+        return self._gapMs
+
+    def gracePeriodMs(self) -> int:
+        return self._graceMs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionWindows) and (self._gapMs, self._graceMs) == (other._gapMs, other._graceMs)
+
+    def __hash__(self) -> int:
+        return hash((self._gapMs, self._graceMs))
+
+    def __repr__(self) -> str:
+        return f"SessionWindows{{gapMs={self._gapMs}, graceMs={self._graceMs}}}"
 
 
 class Windowed:
@@ -162,9 +222,42 @@ class _TimeWindowedSerde(Serde):
         return data[:-8]
 
 
+class _SessionWindowedSerde(Serde):
+    name = "SessionWindowed"
+
+    def __init__(self, inner: Serde) -> None:
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"WindowedSerdes.sessionWindowedSerdeFrom({self.inner!r})"
+
+    def serialize(self, topic, data):
+        if data is None:
+            return None
+        if not isinstance(data, Windowed):
+            raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
+        w = data.window()
+        return self.inner.serialize(topic, data.key()) + w.end().to_bytes(8, "big", signed=True) + w.start().to_bytes(8, "big", signed=True)
+
+    def deserialize(self, topic, data):
+        if data is None:
+            return None
+        end = int.from_bytes(data[-16:-8], "big", signed=True)
+        start = int.from_bytes(data[-8:], "big", signed=True)
+        return Windowed(self.inner.deserialize(topic, bytes(data[:-16])), SessionWindow(start, end))
+
+    def baseKeyBytes(self, data: bytes) -> bytes:
+        return data[:-16]
+
+
 class WindowedSerdes:
     """Serdes for ``Windowed`` keys (Kafka ``WindowedSerdes``): inner key bytes + 8-byte window start."""
 
     @staticmethod
     def timeWindowedSerdeFrom(inner: Serde, windowSize: Duration) -> Serde:
         return _TimeWindowedSerde(inner, toMillis(windowSize, "windowSize"))
+
+    @staticmethod
+    def sessionWindowedSerdeFrom(inner: Serde) -> Serde:
+        """Inner key bytes + 8-byte end + 8-byte start (Kafka's ``SessionKeySchema`` layout)."""
+        return _SessionWindowedSerde(inner)

@@ -170,6 +170,9 @@ class StreamTask:
         self.stores = {
             name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
         }
+        for name, store in self.stores.items():
+            if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
+                store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
         self.storesOf: dict[str, set[str]] = {}
         nodes: dict[str, _Node] = {}
         self._processors: list = []

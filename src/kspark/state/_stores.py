@@ -12,6 +12,8 @@ __all__ = [
     "StoreBuilder",
     "Stores",
     "TimestampedKeyValueStore",
+    "SessionBytesStoreSupplier",
+    "SessionStore",
     "ValueAndTimestamp",
     "WindowBytesStoreSupplier",
     "WindowStore",
@@ -241,6 +243,121 @@ class WindowStore:
         ])
 
 
+class SessionStore:
+    """Aggregates per session ``Windowed(key, SessionWindow)`` of one task; Kafka's in-memory
+    ``SessionStore`` semantics (rules ST-3, ST-5, ST-7).
+
+    The store tracks ``observedStreamTime`` = the max session end put or removed; a put whose
+    session ends at or before ``observedStreamTime - retention`` is dropped (and counted as
+    dropped by ``droppedCounter``), and sessions ending at or before that bound are invisible.
+    ``findSessions`` returns sessions ordered by end, then serialized key, then start descending.
+    """
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
+        self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
+        self._retentionMs = retentionMs
+        self._data: dict[tuple[int, bytes, int], tuple[Any, Any]] = {}  # (end, keyBytes, start) -> (key, agg)
+        self._observed = -1
+        self.droppedCounter = None  # set by the task: called when a put is dropped as expired
+
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return self._persistent
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def snapshot(self) -> dict:
+        return {"data": self._data, "observed": self._observed}
+
+    def restore(self, data: dict) -> None:
+        self._data, self._observed = data["data"], data["observed"]
+
+    def _keyBytes(self, key: Any) -> bytes:
+        if key is None:
+            raise TypeError(f"Null key is not allowed in store {self._name}")
+        return self._keySerde.serialize(self._name, key)
+
+    def _minLiveEnd(self) -> int:
+        return self._observed - self._retentionMs + 1
+
+    def put(self, sessionKey, aggregate: Any) -> None:
+        """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
+        window = sessionKey.window()
+        kb = self._keyBytes(sessionKey.key())
+        self._observed = max(self._observed, window.end())
+        if aggregate is None:
+            self._data.pop((window.end(), kb, window.start()), None)
+            return
+        if window.end() <= self._observed - self._retentionMs:
+            log.warning("Skipping record for expired segment.")
+            if self.droppedCounter is not None:
+                self.droppedCounter()
+            return
+        self._data[(window.end(), kb, window.start())] = (sessionKey.key(), aggregate)
+        self._purge()
+
+    def remove(self, sessionKey) -> None:
+        self.put(sessionKey, None)
+
+    def _purge(self) -> None:
+        bound = self._minLiveEnd()
+        if any(end < bound for end, _, _ in self._data):
+            self._data = {k: v for k, v in self._data.items() if k[0] >= bound}
+
+    def _sessions(self, predicate) -> KeyValueIterator:
+        from ..dsl._windows import SessionWindow, Windowed
+        from ..keyvalue import KeyValue
+
+        bound = self._minLiveEnd()
+        entries = [(end, kb, start, key, v) for (end, kb, start), (key, v) in self._data.items()
+                   if end >= bound and predicate(end, kb, start)]
+        entries.sort(key=lambda e: (e[0], e[1], -e[2]))
+        return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), v) for end, _, start, key, v in entries])
+
+    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int | None = None) -> KeyValueIterator:
+        """With a key: sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
+        latestSessionStartTime`` (ST-3). Without (``findSessions(earliestEnd, latestEnd)``): sessions
+        of all keys whose end lies in ``[earliestEnd, latestEnd]`` (ST-4)."""
+        if latestSessionStartTime is None:
+            raise TypeError("findSessions(key, earliestSessionEndTime, latestSessionStartTime) or findSessionsByEnd(earliest, latest)")
+        kb = self._keyBytes(key)
+        return self._sessions(lambda end, k, start: k == kb and end >= earliestSessionEndTime and start <= latestSessionStartTime)
+
+    def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
+        """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``, ST-4)."""
+        return self._sessions(lambda end, k, start: earliestSessionEndTime <= end <= latestSessionEndTime)
+
+    def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
+        """The aggregate of exactly that session, or None."""
+        if sessionEndTime < self._minLiveEnd():
+            return None
+        entry = self._data.get((sessionEndTime, self._keyBytes(key), sessionStartTime))
+        return None if entry is None else entry[1]
+
+    def fetch(self, key: Any) -> KeyValueIterator:
+        """All live sessions of ``key``, earliest first."""
+        kb = self._keyBytes(key)
+        return self._sessions(lambda end, k, start: k == kb)
+
+    def backwardFetch(self, key: Any) -> KeyValueIterator:
+        """All live sessions of ``key``, latest first."""
+        return KeyValueIterator(list(reversed(list(self.fetch(key)))))
+
+
+class SessionBytesStoreSupplier(NamedTuple):
+    """Names a session store and its retention in ms (Kafka ``SessionBytesStoreSupplier``)."""
+
+    name: str
+    retentionPeriod: int
+    persistent: bool
+
+
 class WindowBytesStoreSupplier(NamedTuple):
     """Names a window store: retention and window size in ms (Kafka ``WindowBytesStoreSupplier``)."""
 
@@ -293,7 +410,11 @@ class StoreBuilder:
     def loggingEnabled(self) -> bool:
         return self._logging
 
-    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore | WindowStore:
+    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore | WindowStore | SessionStore:
+        if isinstance(self._supplier, SessionBytesStoreSupplier):
+            s = self._supplier
+            return SessionStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
+                                s.persistent, s.retentionPeriod)
         if isinstance(self._supplier, WindowBytesStoreSupplier):
             s = self._supplier
             return WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
@@ -333,6 +454,21 @@ class Stores:
         return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=True)
 
     @staticmethod
+    def inMemorySessionStore(name: str, retentionPeriod) -> SessionBytesStoreSupplier:
+        """A session store keeping sessions until ``retentionPeriod`` (ms or timedelta) past their end."""
+        return _sessionSupplier(name, retentionPeriod, persistent=False)
+
+    @staticmethod
+    def persistentSessionStore(name: str, retentionPeriod) -> SessionBytesStoreSupplier:
+        """Same semantics as the in-memory one here (ST-7); on Spark it lives in the checkpointed state."""
+        return _sessionSupplier(name, retentionPeriod, persistent=True)
+
+    @staticmethod
+    def sessionStoreBuilder(supplier: SessionBytesStoreSupplier, keySerde: Serde | None = None,
+                            valueSerde: Serde | None = None) -> StoreBuilder:
+        return StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+
+    @staticmethod
     def windowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
                            valueSerde: Serde | None = None) -> StoreBuilder:
         return StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
@@ -367,6 +503,15 @@ def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persist
     if retainDuplicates:
         raise NotImplementedError("retainDuplicates window stores (stream-stream joins) are not supported yet")
     return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent)
+
+
+def _sessionSupplier(name, retentionPeriod, persistent) -> SessionBytesStoreSupplier:
+    from .._duration import toMillis
+
+    retention = toMillis(retentionPeriod, "retentionPeriod")
+    if retention < 0:
+        raise ValueError("retentionPeriod cannot be negative")
+    return SessionBytesStoreSupplier(_checkName(name), retention, persistent)
 
 
 def _checkName(name: str) -> str:

@@ -10,7 +10,7 @@ from ..runtime.metrics import MetricName
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import StreamTask
 from ..serialization import Serde
-from ..state import KeyValueIterator, TimestampedKeyValueStore, WindowStore
+from ..state import KeyValueIterator, SessionStore, TimestampedKeyValueStore, WindowStore
 from ..topology import Subtopology, Topology
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -306,6 +306,11 @@ class TopologyTestDriver:
         """The window store ``name`` (values are ``ValueAndTimestamp`` for DSL aggregations), or None."""
         store = self._task.stores.get(name)
         return store if isinstance(store, WindowStore) else None
+
+    def getSessionStore(self, name: str) -> Any:
+        """The session store ``name``, or None."""
+        store = self._task.stores.get(name)
+        return store if isinstance(store, SessionStore) else None
 
     def getAllStateStores(self) -> dict[str, Any]:
         return dict(self._task.stores)

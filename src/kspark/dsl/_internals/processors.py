@@ -244,3 +244,60 @@ class KStreamWindowAggregate(ContextualProcessor):
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
             self.context().forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()))
+
+
+class KStreamSessionWindowAggregate(ContextualProcessor):
+    """Session-window aggregation, emit on window update (Kafka ``KStreamSessionWindowAggregate``).
+
+    Rules SA-1..SA-9: null keys skipped and counted (before stream time moves); stream time per
+    processor instance; candidate sessions = ``findSessions(key, ts - gap, ts + gap)``, merged in
+    store order with ``merger`` into ``[min start, max end]``; a merged session ending before
+    ``streamTime - grace - gap`` drops the record (counted); otherwise every merged-away session
+    gets a tombstone (timestamp = its end) unless the merged window is exactly ``[ts, ts]``, then
+    the new aggregate is stored and forwarded with timestamp = the merged window's end.
+    """
+
+    def __init__(self, storeName: str, windows, initializer, aggregator, merger) -> None:
+        self.storeName, self.windows = storeName, windows
+        self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self.observedStreamTime = -1
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        from .._windows import SessionWindow, Windowed
+
+        key, ts = record.key(), record.timestamp()
+        if key is None:
+            _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        self.observedStreamTime = max(self.observedStreamTime, ts)
+        gap = self.windows.inactivityGap()
+        closeTime = self.observedStreamTime - self.windows.gracePeriodMs() - gap
+        merged = list(self.store.findSessions(key, ts - gap, ts + gap))
+        agg = self.initializer()
+        start, end = ts, ts
+        for session in merged:
+            agg = self.merger(key, agg, session.value)
+            start, end = min(start, session.key.window().start()), max(end, session.key.window().end())
+        if end < closeTime:
+            meta = self.context().recordMetadata()
+            log.warning(
+                "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+                "window=[%d,%d] expiration=[%d] streamTime=[%d]",
+                meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
+                closeTime, self.observedStreamTime,
+            )
+            self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
+                                                   "expired window")
+            return
+        if (start, end) != (ts, ts):
+            for session in merged:
+                self.store.remove(session.key)
+                self.context().forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()))
+        agg = self.aggregator(key, record.value(), agg)
+        window = Windowed(key, SessionWindow(start, end))
+        self.store.put(window, agg)
+        self.context().forward(Record(window, Change(agg, None), end, record.headers()))

@@ -1,0 +1,152 @@
+"""Session windows, emit on update (rules SW-1..SW-9, SA-1..SA-9, SA-12, ST-1, ST-3, ST-5, ST-7)."""
+
+import pytest
+
+from kspark import (
+    Materialized, Produced, Serdes, SessionWindow, SessionWindows, StreamsBuilder, Windowed, WindowedSerdes,
+)
+from kspark.runtime.metrics import MetricName
+from kspark.testing import TestRecord, TopologyTestDriver
+
+
+def sessions(windows, agg="count", materialized=None):
+    b = StreamsBuilder()
+    grouped = b.stream("in").groupByKey().windowedBy(windows)
+    if agg == "count":
+        table = grouped.count(materialized=materialized or Materialized.as_("sessions"))
+        valueSerde = Serdes.Long()
+    elif agg == "reduce":
+        table = grouped.reduce(lambda a, v: f"{a}:{v}", materialized=Materialized.as_("sessions"))
+        valueSerde = Serdes.String()
+    else:
+        table = grouped.aggregate(lambda: "0", lambda k, v, a: f"{a}+{v}", lambda k, a1, a2: f"{a1}+{a2}",
+                                  materialized=Materialized.as_("sessions"))
+        valueSerde = Serdes.String()
+    table.toStream().to("out", Produced.with_(WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String()), valueSerde))
+    return b.build()
+
+
+def run(topology, inputs):
+    d = TopologyTestDriver(topology)
+    i = d.createInputTopic("in")
+    for k, v, ts in inputs:
+        i.pipeInput(k, v, ts)
+    return d, d.createOutputTopic("out").readRecordsToList()
+
+
+def W(key, start, end):
+    return Windowed(key, SessionWindow(start, end))
+
+
+def dropped(d):
+    return {m.tag("reason"): v for m, v in d.metrics().items() if m.group == "kspark-dropped-records"}
+
+
+def test_sw1_sw3_factories_and_validation():
+    assert SessionWindows.ofInactivityGapWithNoGrace(5) == SessionWindows.ofInactivityGapAndGrace(5, 0)
+    with pytest.raises(ValueError, match="Gap time cannot be zero or negative."):
+        SessionWindows.ofInactivityGapWithNoGrace(0)
+    with pytest.raises(ValueError, match="Grace period must not be negative."):
+        SessionWindows.ofInactivityGapAndGrace(5, -1)
+
+
+def test_sw7_sw9_inclusive_bounds_and_overlap():
+    assert SessionWindow(0, 5).overlap(SessionWindow(5, 9))
+    assert not SessionWindow(0, 5).overlap(SessionWindow(6, 9))
+    assert str(W("k1", 0, 5)) == "[k1@0/5]"
+
+
+def test_sa5_sa8_bridging_record_merges_two_sessions_with_tombstones_first():
+    keepAll = Materialized.as_("sessions").withRetention(1_000)
+    d, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(10), materialized=keepAll),
+                 [("k", "a", 0), ("k", "b", 20), ("k", "c", 10)])
+    assert out == [
+        TestRecord(W("k", 0, 0), 1, 0),
+        TestRecord(W("k", 20, 20), 1, 20),
+        TestRecord(W("k", 0, 0), None, 0),      # tombstones in store order (end asc), timestamp = old end
+        TestRecord(W("k", 20, 20), None, 20),
+        TestRecord(W("k", 0, 20), 3, 20),       # SA-9: timestamp = merged window end
+    ]
+    assert [(kv.key, kv.value) for kv in d.getSessionStore("sessions").fetch("k")] == [(W("k", 0, 20), 3)]
+
+
+def test_st8_default_retention_hides_sessions_before_the_processor_can_merge_them():
+    # retention = gap + grace = 10; at observed end 20, [0,0] (end <= 10) is invisible to findSessions,
+    # as in Kafka's stores (ST-6/ST-7): the bridging record only merges [20,20]
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(10)), [("k", "a", 0), ("k", "b", 20), ("k", "c", 10)])
+    assert out[2:] == [TestRecord(W("k", 20, 20), None, 20), TestRecord(W("k", 10, 20), 2, 20)]
+
+
+def test_sa8a_record_inside_a_wider_session_tombstones_and_rewrites_the_same_window():
+    # SuppressScenarioTest raw output: [k1@0/5] null then [k1@0/5] 3
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)), [("k1", "a", 0), ("k1", "b", 5), ("k1", "c", 3)])
+    assert out[-2:] == [TestRecord(W("k1", 0, 5), None, 5), TestRecord(W("k1", 0, 5), 3, 5)]
+
+
+def test_sa8b_record_at_an_existing_single_point_session_overwrites_without_tombstone():
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)), [("k", "a", 7), ("k", "b", 7)])
+    assert out == [TestRecord(W("k", 7, 7), 1, 7), TestRecord(W("k", 7, 7), 2, 7)]
+
+
+def test_sa4_sa7_late_drop_is_judged_on_the_merged_window():
+    d, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)),
+                 [("k", "a", 0), ("k", "b", 20), ("k", "late", 10), ("k", "c", 16), ("k", "d", 13)])
+    # close time = 20 - 0 - 5 = 15: 10 alone ends before it (dropped); 16 and 13 merge into [..,20]
+    assert out[2:] == [
+        TestRecord(W("k", 20, 20), None, 20), TestRecord(W("k", 16, 20), 2, 20),
+        TestRecord(W("k", 16, 20), None, 20), TestRecord(W("k", 13, 20), 3, 20),
+    ]
+    assert dropped(d) == {"expired window": 1}
+
+
+def test_sa1_null_key_is_skipped_counted_and_does_not_advance_stream_time():
+    d, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)), [(None, "x", 100), ("k", "a", 10)])
+    assert out == [TestRecord(W("k", 10, 10), 1, 10)]  # not late: the null-key record's 100 did not count
+    assert dropped(d) == {"null key": 1}
+    assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))] == 1
+
+
+def test_sa2_null_value_is_aggregated_by_count():
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)), [("k", None, 1)])
+    assert out == [TestRecord(W("k", 1, 1), 1, 1)]
+
+
+def test_sa12_reduce_applies_the_new_value_last():
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(10), "reduce"), [("k", "A", 0), ("k", "B", 5), ("k", "C", 10)])
+    assert out[-1] == TestRecord(W("k", 0, 10), "A:B:C", 10)
+
+
+def test_sa12_aggregate_merges_through_the_session_merger():
+    _, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(10), "aggregate"), [("k", "1", 0), ("k", "2", 5)])
+    assert out[-1] == TestRecord(W("k", 0, 5), "0+0+1+2", 5)
+
+
+def test_st1_retention_must_cover_gap_plus_grace():
+    with pytest.raises(ValueError, match=r"must be no smaller than the session inactivity gap plus the grace period. "
+                                         r"Got gap=\[10\], grace=\[5\], retention=\[14\]"):
+        sessions(SessionWindows.ofInactivityGapAndGrace(10, 5), materialized=Materialized.as_("s").withRetention(14))
+
+
+def test_st3_st7_session_store_order_and_expiry():
+    from kspark import Stores
+
+    store = Stores.sessionStoreBuilder(Stores.inMemorySessionStore("s", 10), Serdes.String(), Serdes.Long()).build(
+        Serdes.String(), Serdes.JSON())
+    store.put(W("b", 0, 5), 1)
+    store.put(W("a", 2, 5), 2)
+    store.put(W("a", 1, 5), 3)
+    store.put(W("a", 6, 8), 4)
+    assert [kv.key for kv in store.findSessionsByEnd(0, 10)] == [W("a", 2, 5), W("a", 1, 5), W("b", 0, 5), W("a", 6, 8)]
+    assert [kv.key for kv in store.findSessions("a", 6, 8)] == [W("a", 6, 8)]
+    assert store.fetchSession("a", 1, 5) == 3
+    store.put(W("a", 16, 16), 5)            # observed end 16: sessions ending <= 6 expire
+    assert [kv.key for kv in store.fetch("a")] == [W("a", 6, 8), W("a", 16, 16)]
+    store.put(W("c", 3, 4), 6)              # ends at or before 16 - 10: dropped (ST-7)
+    assert store.fetchSession("c", 3, 4) is None
+    store.remove(W("a", 6, 8))
+    assert [kv.key for kv in store.backwardFetch("a")] == [W("a", 16, 16)]
+
+
+def test_session_windowed_serde_round_trips():
+    serde = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
+    assert serde.deserialize("t", serde.serialize("t", W("k", 3, 9))) == W("k", 3, 9)
