@@ -150,3 +150,28 @@ def test_st3_st7_session_store_order_and_expiry():
 def test_session_windowed_serde_round_trips():
     serde = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
     assert serde.deserialize("t", serde.serialize("t", W("k", 3, 9))) == W("k", 3, 9)
+
+
+def test_processor_stream_time_survives_a_task_rebuild_from_its_checkpoint():
+    """A host that rebuilds a task from its checkpoint (Spark between micro-batches) must not
+    forget the aggregation's observed stream time, or late records would be accepted."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.record_queue import RawRecord
+    from kspark.runtime.stream_task import StreamTask
+
+    topology = sessions(SessionWindows.ofInactivityGapWithNoGrace(5))
+    whole = topology.subtopologies()[0]
+
+    def newTask():
+        return StreamTask("0_0", whole, topology.storeBuilders(), StreamsConfig(), 0, lambda t: t, lambda t: 1)
+
+    first = newTask()
+    first.initialize()
+    first.addRecords("in", [RawRecord(0, 100, b"k", b"1")])
+    first.processAll(0)
+    rebuilt = newTask()
+    rebuilt.restore(first.checkpoint())
+    rebuilt.initialize()
+    rebuilt.addRecords("in", [RawRecord(1, 10, b"k", b"2")])  # close time 95: late
+    rebuilt.processAll(0)
+    assert rebuilt.drainProduced() == []

@@ -122,6 +122,12 @@ class _Context(ProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._task.wallClockTime
 
+    def nodeState(self) -> dict:
+        """A picklable dict private to the current node, kept in the task checkpoint (kspark
+        internal: DSL processors keep their stream time and buffers here, so a task rebuilt from a
+        checkpoint behaves exactly as the live one, like Kafka's committed processor metadata)."""
+        return self._task.nodeStates.setdefault(self.currentNode.name, {})
+
     def metrics(self) -> Metrics:
         return self._task.metrics
 
@@ -173,6 +179,7 @@ class StreamTask:
         for name, store in self.stores.items():
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
+        self.nodeStates: dict[str, dict] = {}
         self.storesOf: dict[str, set[str]] = {}
         nodes: dict[str, _Node] = {}
         self._processors: list = []
@@ -458,6 +465,7 @@ class StreamTask:
             "partitionTimes": {t: q.partitionTime for t, q in self.queueOf.items()},
             "unprocessed": {t: q.unprocessed() for t, q in self.queueOf.items() if q.size()},
             "stores": {name: store.snapshot() for name, store in self.stores.items()},
+            "nodeStates": self.nodeStates,
             "schedules": {
                 **{k: None for k, c in self._cancellables.items() if c.cancelled},
                 **{s.key: s.timestamp for q in self._queues.values() for s in q.schedules()},
@@ -475,3 +483,4 @@ class StreamTask:
         for topic, raws in state["unprocessed"].items():
             self.queueOf[topic].addRawRecords([RawRecord(*r) for r in raws])
         self._restoredSchedules = dict(state.get("schedules", {}))
+        self.nodeStates = state.get("nodeStates", {})

@@ -208,11 +208,12 @@ class KStreamWindowAggregate(ContextualProcessor):
     def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
-        self.observedStreamTime = -1
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
+        self.meta = context.nodeState()
+        self.meta.setdefault("observedStreamTime", -1)
 
     def process(self, record: Record) -> None:
         from .._windows import Windowed
@@ -221,8 +222,8 @@ class KStreamWindowAggregate(ContextualProcessor):
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
             return
-        self.observedStreamTime = max(self.observedStreamTime, ts)
-        closeTime = self.observedStreamTime - self.windows.gracePeriodMs()
+        streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
+        closeTime = streamTime - self.windows.gracePeriodMs()
         for start, window in self.windows.windowsFor(ts).items():
             if window.end() <= closeTime:
                 meta = self.context().recordMetadata()
@@ -230,7 +231,7 @@ class KStreamWindowAggregate(ContextualProcessor):
                     "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
                     "window=[%d,%d) expiration=[%d] streamTime=[%d]",
                     meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, window.end(),
-                    closeTime, self.observedStreamTime,
+                    closeTime, streamTime,
                 )
                 self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                        "expired window")
@@ -260,11 +261,12 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
     def __init__(self, storeName: str, windows, initializer, aggregator, merger) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
-        self.observedStreamTime = -1
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
+        self.meta = context.nodeState()
+        self.meta.setdefault("observedStreamTime", -1)
 
     def process(self, record: Record) -> None:
         from .._windows import SessionWindow, Windowed
@@ -273,9 +275,9 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
             return
-        self.observedStreamTime = max(self.observedStreamTime, ts)
+        streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
         gap = self.windows.inactivityGap()
-        closeTime = self.observedStreamTime - self.windows.gracePeriodMs() - gap
+        closeTime = streamTime - self.windows.gracePeriodMs() - gap
         merged = list(self.store.findSessions(key, ts - gap, ts + gap))
         agg = self.initializer()
         start, end = ts, ts
@@ -288,7 +290,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
                 "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
                 "window=[%d,%d] expiration=[%d] streamTime=[%d]",
                 meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-                closeTime, self.observedStreamTime,
+                closeTime, streamTime,
             )
             self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                    "expired window")
