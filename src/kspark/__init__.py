@@ -7,7 +7,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 
 from .config import StreamsConfig
 from .dsl import (
-    Change, Consumed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
+    Change, Consumed, EmitStrategy, Suppressed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes,
 )
@@ -60,12 +60,12 @@ __version__ = "0.1.0"
 __all__ = sorted(
     [
         "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "Grouped", "KGroupedStream",
-        "DeserializationExceptionHandler", "DeserializationHandlerResponse", "ErrorHandlerContext",
+        "DeserializationExceptionHandler", "EmitStrategy", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes",

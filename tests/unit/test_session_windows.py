@@ -175,3 +175,73 @@ def test_processor_stream_time_survives_a_task_rebuild_from_its_checkpoint():
     rebuilt.addRecords("in", [RawRecord(1, 10, b"k", b"2")])  # close time 95: late
     rebuilt.processAll(0)
     assert rebuilt.drainProduced() == []
+
+
+def finalTopology(mode, windows=None):
+    from kspark import EmitStrategy, Suppressed
+
+    windows = windows or SessionWindows.ofInactivityGapWithNoGrace(5)
+    b = StreamsBuilder()
+    grouped = b.stream("in").groupByKey().windowedBy(windows)
+    if mode == "emit-final":
+        table = grouped.emitStrategy(EmitStrategy.onWindowClose()).count(materialized=Materialized.as_("s"))
+    else:
+        table = grouped.count(materialized=Materialized.as_("s")).suppress(
+            Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+    table.toStream().to("out", Produced.with_(WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String()), Serdes.Long()))
+    return b.build()
+
+
+def test_sa11_emit_final_once_stream_time_passes_end_plus_gap_plus_grace():
+    _, out = run(finalTopology("emit-final"), [("k", "a", 0), ("k", "b", 3), ("j", "c", 8)])
+    assert out == []                                  # 8 < 3 + 5 + 1: not closed yet; no updates, no tombstones
+    _, out = run(finalTopology("emit-final"), [("k", "a", 0), ("k", "b", 3), ("j", "c", 9), ("k", "d", 20)])
+    assert out == [TestRecord(W("k", 0, 3), 2, 3), TestRecord(W("j", 9, 9), 1, 9)]
+
+
+def test_sa11_emission_order_is_end_then_start_then_key():
+    _, out = run(finalTopology("emit-final"), [("b", "x", 0), ("a", "x", 0), ("c", "x", 1), ("c", "x", 2), ("z", "x", 30)])
+    assert [r.key() for r in out] == [W("a", 0, 0), W("b", 0, 0), W("c", 1, 2)]
+
+
+def test_su3_suppress_emits_final_results_and_drops_tombstones():
+    _, out = run(finalTopology("suppress"), [("k", "a", 0), ("k", "b", 3), ("j", "c", 7)])
+    assert out == []                                  # suppress stream time 7: 3 > 7 - 5
+    _, out = run(finalTopology("suppress"), [("k", "a", 0), ("k", "b", 3), ("j", "c", 8)])
+    # SU-6: suppress emits at end + gap + grace = 8, one ms before emit-final would; the merged-away
+    # [0,0] tombstone is dropped
+    assert out == [TestRecord(W("k", 0, 3), 2, 3)]
+
+
+def test_su1_suppress_needs_a_windowed_table():
+    from kspark import Suppressed, TopologyException
+
+    b = StreamsBuilder()
+    with pytest.raises(TopologyException, match="Window close time is only defined for windowed computations"):
+        b.stream("in").groupByKey().count().suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+
+
+def test_su4_bounded_buffer_that_overflows_fails():
+    from kspark import StreamsException, Suppressed
+
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5)).count()
+     .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.maxRecords(1).shutDownWhenFull()).withName("sup")))
+    with TopologyTestDriver(b.build()) as d:
+        i = d.createInputTopic("in")
+        i.pipeInput("a", "x", 0)
+        with pytest.raises(StreamsException, match=r"sup buffer exceeded its max capacity. Currently \[2/1\] records"):
+            i.pipeInput("b", "x", 1)
+
+
+def test_st6_persistent_store_expires_whole_segments_and_hides_old_sessions_from_key_reads():
+    from kspark import Stores
+
+    store = Stores.sessionStoreBuilder(Stores.persistentSessionStore("s", 10), Serdes.String(), Serdes.Long()).build(
+        Serdes.String(), Serdes.JSON())
+    store.put(W("a", 0, 3), 1)
+    store.put(W("a", 100, 100), 2)                  # observed end 100; segments are 60,000 ms wide
+    assert [kv.key for kv in store.fetch("a")] == [W("a", 100, 100)]          # 3 <= 100 - 10: hidden
+    assert [kv.key for kv in store.findSessionsByEnd(0, 200)] == [W("a", 0, 3), W("a", 100, 100)]
+    store.put(W("b", 130_000, 130_000), 3)          # segment 0 is now older than segmentId(129,990) = 2
+    assert [kv.key for kv in store.findSessionsByEnd(0, 200_000)] == [W("b", 130_000, 130_000)]

@@ -3,10 +3,11 @@
 from ._builder import StreamsBuilder
 from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
+from ._suppress import EmitStrategy, Suppressed
 from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Window, Windowed, WindowedSerdes
 from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
 
-__all__ = ["Change", "Consumed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]

@@ -128,11 +128,13 @@ class TimeWindowedKStream:
                 materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
             )
 
-        return self._grouped._aggregate(
+        table = self._grouped._aggregate(
             prefix, named, materialized,
             lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce),
             storeBuilder,
         )
+        table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
+        return table
 
 
 class SessionWindowedKStream:
@@ -144,6 +146,15 @@ class SessionWindowedKStream:
     def __init__(self, grouped: KGroupedStream, windows) -> None:
         self._grouped = grouped
         self._windows = windows
+        self._emitFinal = False
+
+    def emitStrategy(self, emitStrategy) -> "SessionWindowedKStream":
+        """``EmitStrategy.onWindowClose()``: forward each session once, when stream time passes
+        its end + gap + grace, with no updates or tombstones before (rule SA-11)."""
+        from ._suppress import EmitStrategy
+
+        self._emitFinal = emitStrategy.type() == EmitStrategy.ON_WINDOW_CLOSE
+        return self
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per session (SA-12: initializer 0, aggregator +1, merger a + b)."""
@@ -188,8 +199,11 @@ class SessionWindowedKStream:
                 materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
             )
 
-        return self._grouped._aggregate(
+        emitFinal = self._emitFinal
+        table = self._grouped._aggregate(
             prefix, named, materialized,
-            lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger),
+            lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger, emitFinal),
             storeBuilder,
         )
+        table._windowCloseDuration = windows.inactivityGap() + windows.gracePeriodMs()  # SU-1
+        return table

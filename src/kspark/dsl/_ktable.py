@@ -37,6 +37,28 @@ class KTable:
         )
         return KTable(builder, tableName, storeName, set(sourceTopics))
 
+    _windowCloseDuration: int | None = None  # set by windowed aggregations (SU-1)
+
+    def suppress(self, suppressed) -> "KTable":
+        """Hold back updates (Kafka ``KTable#suppress``); with ``Suppressed.untilWindowCloses`` each
+        window's final result is forwarded once it closes, tombstones dropped (rules SU-1..SU-4).
+
+        Raises
+        ------
+        TopologyException
+            If this table is not the result of a windowed aggregation ("Window close time is only
+            defined for windowed computations.").
+        """
+        from ..errors import TopologyException
+        from ._internals.processors import KTableSuppress
+
+        if self._windowCloseDuration is None:
+            raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
+        name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
+        duration, config = self._windowCloseDuration, suppressed.bufferConfig
+        self._builder._topology.addProcessor(name, lambda: KTableSuppress(duration, config, name), self._name)
+        return KTable(self._builder, name, self._storeName, self._sourceTopics)
+
     def queryableStoreName(self) -> str:
         return self._storeName
 

@@ -244,13 +244,21 @@ class WindowStore:
 
 
 class SessionStore:
-    """Aggregates per session ``Windowed(key, SessionWindow)`` of one task; Kafka's in-memory
-    ``SessionStore`` semantics (rules ST-3, ST-5, ST-7).
+    """Aggregates per session ``Windowed(key, SessionWindow)`` of one task (rules ST-3..ST-7).
 
-    The store tracks ``observedStreamTime`` = the max session end put or removed; a put whose
-    session ends at or before ``observedStreamTime - retention`` is dropped (and counted as
-    dropped by ``droppedCounter``), and sessions ending at or before that bound are invisible.
-    ``findSessions`` returns sessions ordered by end, then serialized key, then start descending.
+    The store tracks ``observedStreamTime`` = the max session end put or removed.
+
+    - in-memory (``Stores.inMemorySessionStore``, ST-7): a put whose session ends at or before
+      ``observedStreamTime - retention`` is dropped (counted through ``droppedCounter``) and such
+      sessions are invisible to every read;
+    - persistent (``Stores.persistentSessionStore``, Kafka's segmented RocksDB store, ST-6):
+      sessions live in segments of ``max(retention / 2, 60000)`` ms of end time; a put into a
+      segment older than ``segmentId(observedStreamTime - retention)`` is dropped (counted) and
+      such segments are deleted; key lookups hide sessions ending at or before
+      ``observedStreamTime - retention``, but ``findSessionsByEnd`` (the time-ordered read used by
+      emit-final) sees every session of a live segment.
+
+    Key lookups return sessions ordered by end, then serialized key, then start descending.
     """
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
@@ -286,6 +294,15 @@ class SessionStore:
     def _minLiveEnd(self) -> int:
         return self._observed - self._retentionMs + 1
 
+    def _segmentId(self, end: int) -> int:
+        return end // max(self._retentionMs // 2, 60_000)
+
+    def _expired(self, end: int) -> bool:
+        bound = self._observed - self._retentionMs
+        if self._persistent:
+            return self._segmentId(end) < self._segmentId(bound)
+        return end <= bound
+
     def put(self, sessionKey, aggregate: Any) -> None:
         """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
         window = sessionKey.window()
@@ -294,7 +311,7 @@ class SessionStore:
         if aggregate is None:
             self._data.pop((window.end(), kb, window.start()), None)
             return
-        if window.end() <= self._observed - self._retentionMs:
+        if self._expired(window.end()):
             log.warning("Skipping record for expired segment.")
             if self.droppedCounter is not None:
                 self.droppedCounter()
@@ -306,15 +323,14 @@ class SessionStore:
         self.put(sessionKey, None)
 
     def _purge(self) -> None:
-        bound = self._minLiveEnd()
-        if any(end < bound for end, _, _ in self._data):
-            self._data = {k: v for k, v in self._data.items() if k[0] >= bound}
+        if any(self._expired(end) for end, _, _ in self._data):
+            self._data = {k: v for k, v in self._data.items() if not self._expired(k[0])}
 
-    def _sessions(self, predicate) -> KeyValueIterator:
+    def _sessions(self, predicate, clamp: bool = True) -> KeyValueIterator:
         from ..dsl._windows import SessionWindow, Windowed
         from ..keyvalue import KeyValue
 
-        bound = self._minLiveEnd()
+        bound = self._minLiveEnd() if clamp or not self._persistent else -(1 << 62)
         entries = [(end, kb, start, key, v) for (end, kb, start), (key, v) in self._data.items()
                    if end >= bound and predicate(end, kb, start)]
         entries.sort(key=lambda e: (e[0], e[1], -e[2]))
@@ -331,7 +347,7 @@ class SessionStore:
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
         """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``, ST-4)."""
-        return self._sessions(lambda end, k, start: earliestSessionEndTime <= end <= latestSessionEndTime)
+        return self._sessions(lambda end, k, start: earliestSessionEndTime <= end <= latestSessionEndTime, clamp=False)
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
         """The aggregate of exactly that session, or None."""

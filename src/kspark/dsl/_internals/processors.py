@@ -258,23 +258,46 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
     the new aggregate is stored and forwarded with timestamp = the merged window's end.
     """
 
-    def __init__(self, storeName: str, windows, initializer, aggregator, merger) -> None:
+    def __init__(self, storeName: str, windows, initializer, aggregator, merger, emitFinal: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self.emitFinal = emitFinal
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
+        self.meta.setdefault("lastEmitWindowCloseTime", -1)
 
     def process(self, record: Record) -> None:
+        closeTime = self._aggregate(record)
+        if self.emitFinal and closeTime is not None:
+            self._maybeForwardFinalResult(record, closeTime)
+
+    def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
+        """SA-11: emit every session (all keys) whose end is in [max(0, lastEmit), closeTime - 1],
+        in time order (end, start, key), once per close-time advance (throttle interval 0)."""
+        last = self.meta["lastEmitWindowCloseTime"]
+        if not (last == -1 or last < closeTime):
+            return
+        upper, lower = closeTime - 1, max(0, last)
+        if upper < 0 or upper < lower:
+            return
+        due = list(self.store.findSessionsByEnd(lower, upper))
+        due.sort(key=lambda kv: (kv.key.window().end(), kv.key.window().start(), self.store._keyBytes(kv.key.key())))
+        for kv in due:
+            self.context().forward(Record(kv.key, Change(kv.value, None), kv.key.window().end(), record.headers()))
+        self.meta["lastEmitWindowCloseTime"] = closeTime
+
+    def _aggregate(self, record: Record) -> int | None:
+        """The update path (SA-1..SA-9); returns the window close time, None for a null key."""
         from .._windows import SessionWindow, Windowed
 
         key, ts = record.key(), record.timestamp()
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
-            return
+            return None
         streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
         gap = self.windows.inactivityGap()
         closeTime = streamTime - self.windows.gracePeriodMs() - gap
@@ -294,12 +317,56 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             )
             self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                    "expired window")
-            return
+            return closeTime
         if (start, end) != (ts, ts):
             for session in merged:
                 self.store.remove(session.key)
-                self.context().forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()))
+                if not self.emitFinal:
+                    self.context().forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()))
         agg = self.aggregator(key, record.value(), agg)
         window = Windowed(key, SessionWindow(start, end))
         self.store.put(window, agg)
-        self.context().forward(Record(window, Change(agg, None), end, record.headers()))
+        if not self.emitFinal:
+            self.context().forward(Record(window, Change(agg, None), end, record.headers()))
+        return closeTime
+
+
+class KTableSuppress(ContextualProcessor):
+    """Final-results suppression (Kafka ``KTableSuppressProcessor`` with ``untilWindowCloses``).
+
+    Rules SU-2, SU-3: each update is buffered by window key with buffer time = window end,
+    replacing the previous one; the node's stream time is the max record timestamp it saw; after
+    each record, entries with ``bufferTime <= streamTime - duration`` leave in buffer-time order
+    (ties: first buffered first); tombstones are dropped, others forwarded with their buffered
+    timestamp and headers. The buffer lives in the task checkpoint.
+    """
+
+    def __init__(self, durationMs: int, bufferConfig, nodeName: str) -> None:
+        self.durationMs, self.bufferConfig, self.nodeName = durationMs, bufferConfig, nodeName
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.meta = context.nodeState()
+        self.meta.setdefault("observedStreamTime", -1)
+        self.meta.setdefault("buffer", {})  # windowed key -> (bufferTime, seq, value, timestamp, headers)
+        self.meta.setdefault("seq", 0)
+
+    def process(self, record: Record) -> None:
+        meta, buffer = self.meta, self.meta["buffer"]
+        meta["observedStreamTime"] = max(meta["observedStreamTime"], record.timestamp())
+        key = record.key()
+        previous = buffer.get(key)
+        seq = previous[1] if previous is not None else meta["seq"]
+        meta["seq"] += previous is None
+        buffer[key] = (key.window().end(), seq, record.value(), record.timestamp(), record.headers())
+        cfg = self.bufferConfig
+        if cfg.maxRecords is not None and len(buffer) > cfg.maxRecords:
+            from .._suppress import bufferFull
+
+            raise bufferFull(self.nodeName, len(buffer), cfg.maxRecords, 0, cfg.maxBytes)
+        limit = meta["observedStreamTime"] - self.durationMs
+        due = sorted((entry for entry in buffer.items() if entry[1][0] <= limit), key=lambda e: e[1][:2])
+        for k, (_, _, value, timestamp, headers) in due:
+            del buffer[k]
+            if value.newValue is not None:  # safeToDropTombstones
+                self.context().forward(Record(k, value, timestamp, headers))
