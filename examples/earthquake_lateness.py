@@ -124,7 +124,10 @@ def runOnSpark(topology, topics, work: Path, appId: str, config=None, spark=None
 
     streams = KafkaStreams(topology, {
         "application.id": appId, "kspark.topics.dir": str(topics.root), "state.dir": str(work / "state"),
-        "kspark.spark.master": "local[2]", **(config or {}),
+        "kspark.spark.master": "local[2]",
+        # every update, as the driver (which commits after each record) shows them; with Kafka's
+        # default 10 MB record cache a micro-batch would forward only each window's last update
+        "statestore.cache.max.bytes": 0, **(config or {}),
     }, spark=spark)
     before = {sink: topics.endOffsets(sink) for sink in SINKS}  # read back only what this run writes
     streams.start()

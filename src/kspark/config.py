@@ -36,6 +36,7 @@ class StreamsConfig:
     PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG = "processing.exception.handler"
     ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG = "errors.deadletterqueue.topic.name"
     STATE_DIR_CONFIG = "state.dir"
+    STATESTORE_CACHE_MAX_BYTES_CONFIG = "statestore.cache.max.bytes"
     TOPICS_DIR_CONFIG = "kspark.topics.dir"
     SPARK_MASTER_CONFIG = "kspark.spark.master"
     TRIGGER_CONFIG = "kspark.trigger"
@@ -51,12 +52,13 @@ class StreamsConfig:
         PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG: None,  # LogAndFailProcessingExceptionHandler
         ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG: None,
         STATE_DIR_CONFIG: "/tmp/kspark-streams",
+        STATESTORE_CACHE_MAX_BYTES_CONFIG: 10 * 1024 * 1024,  # Kafka's default; 0 disables the record cache
         TOPICS_DIR_CONFIG: "/tmp/kspark-topics",
         SPARK_MASTER_CONFIG: "local[*]",
         TRIGGER_CONFIG: "availableNow",
         MAX_RECORDS_PER_TRIGGER_CONFIG: None,
     }
-    _INT_KEYS = {MAX_TASK_IDLE_MS_CONFIG, MAX_RECORDS_PER_TRIGGER_CONFIG}
+    _INT_KEYS = {MAX_TASK_IDLE_MS_CONFIG, MAX_RECORDS_PER_TRIGGER_CONFIG, STATESTORE_CACHE_MAX_BYTES_CONFIG}
 
     def __init__(self, props: Mapping[str, Any] | None = None) -> None:
         self._values = dict(self._DEFAULTS)

@@ -31,18 +31,31 @@ def test_group_by_count_on_spark_matches_the_driver(spark, tmp_path):
     key, value = Serdes.String(), Serdes.JSON()
     topics.produce("clicks", [(key.serialize("c", k), value.serialize("c", v), ts) for k, v, ts in RECORDS],
                    partitioner=partitionForKey)
-    props = {"application.id": "clicks", "kspark.topics.dir": str(tmp_path / "topics"),
-             "state.dir": str(tmp_path / "state"), "kspark.max.records.per.trigger": 150}
-    streams = KafkaStreams(topology(), props, spark=spark)
-    streams.start()
-    streams.awaitTermination()
-    streams.close()
+    def runOnSpark(appId, cacheBytes):
+        props = {"application.id": appId, "kspark.topics.dir": str(tmp_path / "topics"),
+                 "state.dir": str(tmp_path / "state"), "kspark.max.records.per.trigger": 150,
+                 "statestore.cache.max.bytes": cacheBytes}
+        before = topics.endOffsets("counts")
+        streams = KafkaStreams(topology(), props, spark=spark)
+        streams.start()
+        streams.awaitTermination()
+        streams.close()
+        updates = []
+        for p in range(2):
+            t = topics.read("counts", p, before[p], topics.endOffset("counts", p))
+            updates += [(k.decode(), Serdes.Long().deserialize("c", v)) for k, v in
+                        zip(t.column("key").to_pylist(), t.column("value").to_pylist())]
+        return streams, sorted(updates)
 
-    assert list(streams.checkpointedStore("per-page").all()) == expectedStore
-    updates = []
-    for p in range(2):
-        t = topics.read("counts", p, 0, topics.endOffset("counts", p))
-        updates += [(k.decode(), Serdes.Long().deserialize("c", v)) for k, v in
-                    zip(t.column("key").to_pylist(), t.column("value").to_pylist())]
-    assert sorted(updates) == expectedUpdates
-    assert topics.partitionsFor("clicks-per-page-repartition") == 3  # RP-4: max of the upstream sources
+    uncached, updates = runOnSpark("clicks", 0)
+    assert list(uncached.checkpointedStore("per-page").all()) == expectedStore
+    assert updates == expectedUpdates                                  # every update, as the driver
+    assert topics.partitionsFor("clicks-per-page-repartition") == 3    # RP-4: max of the upstream sources
+
+    cached, cachedUpdates = runOnSpark("clicks-cached", 10 * 1024 * 1024)   # Kafka's default cache
+    assert list(cached.checkpointedStore("per-page").all()) == expectedStore
+    assert set(cachedUpdates) < set(updates)                           # SA-10/E-5: one update per key and commit
+    finals = {}
+    for page, n in cachedUpdates:
+        finals[page] = max(finals.get(page, 0), n)
+    assert finals == {kv.key: kv.value.value for kv in expectedStore}

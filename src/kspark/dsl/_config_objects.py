@@ -198,10 +198,21 @@ class Materialized(_Params):
         self.keySerde: Serde | None = None
         self.valueSerde: Serde | None = None
         self.retentionMs: int | None = None
+        self.caching = True
 
     @_factory
     def as_(self, storeName: str) -> "Materialized":
         self.storeName = storeName
+
+    @_factory
+    def withCachingEnabled(self) -> "Materialized":
+        """Hold aggregation updates in the record cache until commit (the default; rule SA-10)."""
+        self.caching = True
+
+    @_factory
+    def withCachingDisabled(self) -> "Materialized":
+        """Forward every aggregation update at once."""
+        self.caching = False
 
     @_factory
     def withRetention(self, retention) -> "Materialized":

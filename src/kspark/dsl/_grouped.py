@@ -32,21 +32,26 @@ class KGroupedStream:
         materialized = materialized or Materialized()
         if materialized.valueSerde is None:
             materialized = materialized.withValueSerde(Serdes.Long())
+        caching = materialized.caching
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
-                               lambda store: KStreamAggregate(store, lambda: 0, lambda k, v, agg: agg + 1))
+                               lambda store: KStreamAggregate(store, lambda: 0, lambda k, v, agg: agg + 1, caching=caching))
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
         """``reducer(aggregate, value)`` per key, starting from the key's first value (Kafka
         ``KGroupedStream#reduce``; null keys/values skipped, T-17 timestamps)."""
-        return self._aggregate("KSTREAM-REDUCE-", named, materialized or Materialized(),
-                               lambda store: KStreamAggregate(store, None, reducer, reduce=True))
+        materialized = materialized or Materialized()
+        caching = materialized.caching
+        return self._aggregate("KSTREAM-REDUCE-", named, materialized,
+                               lambda store: KStreamAggregate(store, None, reducer, reduce=True, caching=caching))
 
     def aggregate(self, initializer: Callable, aggregator: Callable, named=None,
                   materialized: Materialized | None = None) -> KTable:
         """``aggregator(key, value, aggregate)`` per key, starting from ``initializer()`` (Kafka
         ``KGroupedStream#aggregate``; null keys/values skipped, T-17 timestamps)."""
-        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(),
-                               lambda store: KStreamAggregate(store, initializer, aggregator))
+        materialized = materialized or Materialized()
+        caching = materialized.caching
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
+                               lambda store: KStreamAggregate(store, initializer, aggregator, caching=caching))
 
     def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
         """Aggregate in time windows (``TimeWindows``); Kafka ``KGroupedStream#windowedBy``."""
@@ -130,7 +135,7 @@ class TimeWindowedKStream:
 
         table = self._grouped._aggregate(
             prefix, named, materialized,
-            lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce),
+            lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce, materialized.caching),
             storeBuilder,
         )
         table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
@@ -202,7 +207,8 @@ class SessionWindowedKStream:
         emitFinal = self._emitFinal
         table = self._grouped._aggregate(
             prefix, named, materialized,
-            lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger, emitFinal),
+            lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger, emitFinal,
+                                                        materialized.caching),
             storeBuilder,
         )
         table._windowCloseDuration = windows.inactivityGap() + windows.gracePeriodMs()  # SU-1

@@ -122,6 +122,14 @@ class _Context(ProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._task.wallClockTime
 
+    def cachingEnabled(self) -> bool:
+        """Whether ``statestore.cache.max.bytes`` > 0 (kspark internal, for the DSL's record cache)."""
+        return self._task.cacheMaxBytes > 0
+
+    def registerCommitCallback(self, callback) -> None:
+        """Call ``callback()`` at every commit, as the current node (kspark internal: cache flushes)."""
+        self._task.commitCallbacks.append((self.currentNode, callback))
+
     def nodeState(self) -> dict:
         """A picklable dict private to the current node, kept in the task checkpoint (kspark
         internal: DSL processors keep their stream time and buffers here, so a task rebuilt from a
@@ -180,6 +188,8 @@ class StreamTask:
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
         self.nodeStates: dict[str, dict] = {}
+        self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
+        self.commitCallbacks: list = []
         self.storesOf: dict[str, set[str]] = {}
         nodes: dict[str, _Node] = {}
         self._processors: list = []
@@ -450,6 +460,17 @@ class StreamTask:
             self.maybePunctuateStreamTime()
             n += 1
         return n
+
+    def commit(self) -> None:
+        """Flush the DSL record caches downstream (Kafka: on commit). The driver commits after
+        every record (TTD-1), the Spark host once per micro-batch."""
+        context = self.context
+        for node, callback in self.commitCallbacks:
+            context.currentNode = node
+            try:
+                callback()
+            finally:
+                context.currentNode = None
 
     def drainProduced(self) -> list[ProducedRecord]:
         out = self.produced[:]

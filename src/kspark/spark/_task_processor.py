@@ -80,6 +80,7 @@ class TaskStatefulProcessor(StatefulProcessor):
 
         task.processAll(now)  # stream-time punctuation after every record, as in the driver
         task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
+        task.commit()  # a micro-batch is a commit: the DSL record caches flush here
         produced = task.drainProduced()
         metrics = task.metrics.encoded()
         task.metrics.counters.clear()

@@ -272,6 +272,7 @@ class TopologyTestDriver:
         # TTD-1: process, punctuate on stream time, route repartition records back, until idle
         while self._task.process(self._wallClock):
             self._task.maybePunctuateStreamTime()
+            self._task.commit()
             self._routeProduced()
         self._routeProduced()
 
@@ -286,6 +287,7 @@ class TopologyTestDriver:
         """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
         self._wallClock += toMillis(advance, "advance")
         self._task.maybePunctuateSystemTime(self._wallClock)  # TTD-3
+        self._task.commit()
         self._routeProduced()
         self._completeAllProcessableWork()
 

@@ -163,6 +163,39 @@ class KStreamKTableJoin(ContextualProcessor):
             self.context().forward(record.withValue(joined))
 
 
+class _ForwardingCache:
+    """The DSL's record cache in front of an aggregation's downstream (Kafka ``CachingSessionStore``
+    / ``TimestampedTupleForwarder``, rules SA-10, E-5).
+
+    Enabled when the store has caching on (the DSL default) and ``statestore.cache.max.bytes`` > 0:
+    updates are held per key until the task commits (after every record in TopologyTestDriver,
+    once per micro-batch on Spark), then forwarded in the order of each key's last update with its
+    latest value; a key created and removed between two commits forwards nothing. Disabled, every
+    update is forwarded at once. Size-based eviction before a commit is not modelled.
+    """
+
+    def __init__(self, processor, enabled: bool) -> None:
+        self.processor, self.enabled = processor, enabled
+        self.dirty: dict = {}
+        if enabled:
+            processor.context().registerCommitCallback(self.flush)
+
+    def forward(self, record: Record, existedInStore: bool) -> None:
+        if not self.enabled:
+            self.processor.context().forward(record)
+            return
+        key = record.key()
+        previous = self.dirty.pop(key, None)
+        self.dirty[key] = (record, existedInStore if previous is None else previous[1])
+
+    def flush(self) -> None:
+        entries, self.dirty = self.dirty, {}
+        for record, existed in entries.values():
+            if record.value().newValue is None and not existed:
+                continue
+            self.processor.context().forward(record)
+
+
 class KStreamAggregate(ContextualProcessor):
     """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
 
@@ -171,12 +204,14 @@ class KStreamAggregate(ContextualProcessor):
     the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
     """
 
-    def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False) -> None:
+    def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.initializer, self.aggregator, self.reduce = storeName, initializer, aggregator, reduce
+        self.caching = caching
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
+        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -192,7 +227,7 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
-        self.context().forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()))
+        self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
 class KStreamWindowAggregate(ContextualProcessor):
@@ -205,13 +240,15 @@ class KStreamWindowAggregate(ContextualProcessor):
     dropped for that window and counted ("Skipping record for expired window").
     """
 
-    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False) -> None:
+    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
+        self.caching = caching
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
+        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -244,7 +281,7 @@ class KStreamWindowAggregate(ContextualProcessor):
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
-            self.context().forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()))
+            self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()), old is not None)
 
 
 class KStreamSessionWindowAggregate(ContextualProcessor):
@@ -258,10 +295,12 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
     the new aggregate is stored and forwarded with timestamp = the merged window's end.
     """
 
-    def __init__(self, storeName: str, windows, initializer, aggregator, merger, emitFinal: bool = False) -> None:
+    def __init__(self, storeName: str, windows, initializer, aggregator, merger, emitFinal: bool = False,
+                 caching: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
         self.emitFinal = emitFinal
+        self.caching = caching and not emitFinal  # the DSL disables caching for emit-final
 
     def init(self, context) -> None:
         super().init(context)
@@ -269,6 +308,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
+        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
 
     def process(self, record: Record) -> None:
         closeTime = self._aggregate(record)
@@ -322,12 +362,13 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             for session in merged:
                 self.store.remove(session.key)
                 if not self.emitFinal:
-                    self.context().forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()))
+                    self.cache.forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()), True)
         agg = self.aggregator(key, record.value(), agg)
         window = Windowed(key, SessionWindow(start, end))
+        existed = self.store.fetchSession(key, start, end) is not None
         self.store.put(window, agg)
         if not self.emitFinal:
-            self.context().forward(Record(window, Change(agg, None), end, record.headers()))
+            self.cache.forward(Record(window, Change(agg, None), end, record.headers()), existed)
         return closeTime
 
 
