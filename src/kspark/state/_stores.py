@@ -51,28 +51,13 @@ class KeyValueIterator:
         self.close()
 
 
-class KeyValueStore:
-    """A key-value store of one task (Kafka ``KeyValueStore``, rule E-2).
-
-    ``get`` returns ``None`` when absent; ``put(k, None)`` deletes; ``putIfAbsent`` returns the
-    previous value; ``delete`` returns the old value; ``range``/``all`` iterate in unsigned
-    lexicographic order of the *serialized* key, as Kafka's byte-keyed stores do. A ``None`` key
-    raises ``TypeError`` (Kafka: ``NullPointerException``).
-
-    Values are kept as Python objects (not copies): mutating a value after ``put`` changes the
-    stored value. On the Spark host a task's stores are saved to Spark's checkpointed state at
-    the end of every micro-batch.
-    """
+class _StoreBase:
+    """What every store of a task has: a name, serdes, open/closed, and keys as bytes."""
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
-        self._name = name
-        self._keySerde = keySerde
-        self._valueSerde = valueSerde
-        self._persistent = persistent
-        self._data: dict[bytes, tuple[Any, Any]] = {}
+        self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
         self._open = True
 
-    # -- StateStore
     def name(self) -> str:
         return self._name
 
@@ -88,17 +73,51 @@ class KeyValueStore:
     def close(self) -> None:
         self._open = False
 
+    def _keyBytes(self, key: Any) -> bytes:
+        if key is None:
+            raise TypeError(f"Null key is not allowed in store {self._name}")
+        return self._keySerde.serialize(self._name, key)
+
+
+class _TimeOrderedStoreBase(_StoreBase):
+    """A store whose expiry follows the largest timestamp put (``observedStreamTime``)."""
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
+        super().__init__(name, keySerde, valueSerde, persistent)
+        self._retentionMs = retentionMs
+        self._data: dict = {}
+        self._observed = -1
+
+    def snapshot(self) -> dict:
+        return {"data": self._data, "observed": self._observed}
+
+    def restore(self, data: dict) -> None:
+        self._data, self._observed = data["data"], data["observed"]
+
+
+class KeyValueStore(_StoreBase):
+    """A key-value store of one task (Kafka ``KeyValueStore``, rule E-2).
+
+    ``get`` returns ``None`` when absent; ``put(k, None)`` deletes; ``putIfAbsent`` returns the
+    previous value; ``delete`` returns the old value; ``range``/``all`` iterate in unsigned
+    lexicographic order of the *serialized* key, as Kafka's byte-keyed stores do. A ``None`` key
+    raises ``TypeError`` (Kafka: ``NullPointerException``).
+
+    Values are kept as Python objects (not copies): mutating a value after ``put`` changes the
+    stored value. On the Spark host a task's stores are saved to Spark's checkpointed state at
+    the end of every micro-batch.
+    """
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
+        super().__init__(name, keySerde, valueSerde, persistent)
+        self._data: dict[bytes, tuple[Any, Any]] = {}
+
     # -- contents as a picklable value, for hosts that checkpoint stores
     def snapshot(self) -> dict:
         return self._data
 
     def restore(self, data: dict) -> None:
         self._data = data
-
-    def _keyBytes(self, key: Any) -> bytes:
-        if key is None:
-            raise TypeError(f"Null key is not allowed in store {self._name}")
-        return self._keySerde.serialize(self._name, key)
 
     # -- KeyValueStore
     def get(self, key: Any) -> Any:
@@ -160,7 +179,7 @@ class TimestampedKeyValueStore(KeyValueStore):
     """
 
 
-class WindowStore:
+class WindowStore(_TimeOrderedStoreBase):
     """Values per (key, window start) of one task (Kafka ``WindowStore``; here timestamped:
     values are ``ValueAndTimestamp`` when built by a windowed aggregation).
 
@@ -171,37 +190,12 @@ class WindowStore:
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool,
                  retentionMs: int, windowSizeMs: int) -> None:
-        self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
-        self._retentionMs, self._windowSizeMs = retentionMs, windowSizeMs
-        self._data: dict[tuple[int, bytes], tuple[Any, Any]] = {}
-        self._observed = -1
-        self._purgedAt = -1
-
-    def name(self) -> str:
-        return self._name
-
-    def persistent(self) -> bool:
-        return self._persistent
+        super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
+        self._windowSizeMs = windowSizeMs
+        self._purgedAt = -1  # self._data: (start, keyBytes) -> (key, value)
 
     def windowSize(self) -> int:
         return self._windowSizeMs
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def snapshot(self) -> dict:
-        return {"data": self._data, "observed": self._observed}
-
-    def restore(self, data: dict) -> None:
-        self._data, self._observed = data["data"], data["observed"]
-
-    def _keyBytes(self, key: Any) -> bytes:
-        if key is None:
-            raise TypeError(f"Null key is not allowed in store {self._name}")
-        return self._keySerde.serialize(self._name, key)
 
     def _live(self, start: int) -> bool:
         return start > self._observed - self._retentionMs
@@ -243,7 +237,7 @@ class WindowStore:
         ])
 
 
-class SessionStore:
+class SessionStore(_TimeOrderedStoreBase):
     """Aggregates per session ``Windowed(key, SessionWindow)`` of one task (rules ST-3..ST-7).
 
     The store tracks ``observedStreamTime`` = the max session end put or removed.
@@ -262,34 +256,9 @@ class SessionStore:
     """
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
-        self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
-        self._retentionMs = retentionMs
-        self._data: dict[tuple[int, bytes, int], tuple[Any, Any]] = {}  # (end, keyBytes, start) -> (key, agg)
-        self._observed = -1
+        super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
+        # self._data: (end, keyBytes, start) -> (key, aggregate)
         self.droppedCounter = None  # set by the task: called when a put is dropped as expired
-
-    def name(self) -> str:
-        return self._name
-
-    def persistent(self) -> bool:
-        return self._persistent
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def snapshot(self) -> dict:
-        return {"data": self._data, "observed": self._observed}
-
-    def restore(self, data: dict) -> None:
-        self._data, self._observed = data["data"], data["observed"]
-
-    def _keyBytes(self, key: Any) -> bytes:
-        if key is None:
-            raise TypeError(f"Null key is not allowed in store {self._name}")
-        return self._keySerde.serialize(self._name, key)
 
     def _minLiveEnd(self) -> int:
         return self._observed - self._retentionMs + 1
