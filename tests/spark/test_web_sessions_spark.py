@@ -16,3 +16,17 @@ def test_apache_log_sessions_with_grace_are_the_same_on_spark(spark, tmp_path):
     got = ws.onSpark(requests, timedelta(minutes=1), tmp_path, spark=spark)
     assert len(expected) > 500
     assert got == expected
+
+    from kspark import KafkaStreams
+    from kspark.testing import TopologyTestDriver
+
+    with TopologyTestDriver(ws.buildTopology(timedelta(minutes=1))) as d:
+        i = d.createInputTopic("requests")
+        for host, ts in ws.flush(requests):
+            i.pipeInput(host, None, ts)
+        driverStore = list(d.getSessionStore("sessions").findSessionsByEnd(0, 1 << 50))
+    streams = KafkaStreams(ws.buildTopology(timedelta(minutes=1)), {
+        "application.id": "web-sessions", "kspark.topics.dir": str(tmp_path / "topics"),
+        "state.dir": str(tmp_path / "state")}, spark=spark)
+    sparkStore = streams.checkpointedStore("sessions")  # the session store, read from the checkpoint
+    assert list(sparkStore.findSessionsByEnd(0, 1 << 50)) == driverStore

@@ -164,7 +164,8 @@ class KafkaStreams:
 
     def checkpointedStore(self, storeName: str):
         """The contents of store ``storeName`` over all tasks, as of the last committed micro-batch,
-        read from the checkpoint (Spark's ``statestore`` reader), as a ``KeyValueStore``.
+        read from the checkpoint (Spark's ``statestore`` reader), as a store of its kind
+        (``KeyValueStore``, ``WindowStore`` or ``SessionStore``).
 
         For inspection after or between runs; values of KTable stores are ``ValueAndTimestamp``.
 
@@ -181,13 +182,13 @@ class KafkaStreams:
         builder = self._topology.storeBuilders()[storeName]
         store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
         path = self._stateDir / f"subtopology-{sub.id}"
-        merged: dict = {}
         if path.exists():
             rows = (self._session().read.format("statestore").option("path", str(path))
                     .option("stateVarName", "task").load().select("value.blob").collect())
             for row in rows:
-                merged.update(pickle.loads(row.blob)["stores"].get(storeName, {}))
-        store.restore(merged)
+                snapshot = pickle.loads(row.blob)["stores"].get(storeName)
+                if snapshot is not None:
+                    store.mergeSnapshot(snapshot)
         return store
 
     # ------------------------------------------------------------------ planning

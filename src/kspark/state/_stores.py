@@ -94,6 +94,11 @@ class _TimeOrderedStoreBase(_StoreBase):
     def restore(self, data: dict) -> None:
         self._data, self._observed = data["data"], data["observed"]
 
+    def mergeSnapshot(self, data: dict) -> None:
+        """Add another task's snapshot (to view a store over all tasks)."""
+        self._data.update(data["data"])
+        self._observed = max(self._observed, data["observed"])
+
 
 class KeyValueStore(_StoreBase):
     """A key-value store of one task (Kafka ``KeyValueStore``, rule E-2).
@@ -118,6 +123,10 @@ class KeyValueStore(_StoreBase):
 
     def restore(self, data: dict) -> None:
         self._data = data
+
+    def mergeSnapshot(self, data: dict) -> None:
+        """Add another task's snapshot (to view a store over all tasks)."""
+        self._data.update(data)
 
     # -- KeyValueStore
     def get(self, key: Any) -> Any:
