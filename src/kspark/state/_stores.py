@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import bisect
 import logging
 from typing import Any, NamedTuple
 
@@ -266,8 +267,24 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
         super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
-        # self._data: (end, keyBytes, start) -> (key, aggregate)
+        # self._data: (end, keyBytes, start) -> (key, aggregate); indexes derived from it:
+        self._byKey: dict[bytes, set[tuple[int, int]]] = {}
+        self._byEnd: list[tuple[int, bytes, int]] = []  # sorted
         self.droppedCounter = None  # set by the task: called when a put is dropped as expired
+
+    def restore(self, data: dict) -> None:
+        super().restore(data)
+        self._reindex()
+
+    def mergeSnapshot(self, data: dict) -> None:
+        super().mergeSnapshot(data)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._byKey = {}
+        for end, kb, start in self._data:
+            self._byKey.setdefault(kb, set()).add((end, start))
+        self._byEnd = sorted(self._data)
 
     def _minLiveEnd(self) -> int:
         return self._observed - self._retentionMs + 1
@@ -281,51 +298,67 @@ class SessionStore(_TimeOrderedStoreBase):
             return self._segmentId(end) < self._segmentId(bound)
         return end <= bound
 
+    def _insert(self, entry: tuple[int, bytes, int], value: tuple[Any, Any]) -> None:
+        if entry not in self._data:
+            self._byKey.setdefault(entry[1], set()).add((entry[0], entry[2]))
+            bisect.insort(self._byEnd, entry)
+        self._data[entry] = value
+
+    def _delete(self, entry: tuple[int, bytes, int]) -> None:
+        if self._data.pop(entry, None) is None:
+            return
+        sessions = self._byKey[entry[1]]
+        sessions.discard((entry[0], entry[2]))
+        if not sessions:
+            del self._byKey[entry[1]]
+        del self._byEnd[bisect.bisect_left(self._byEnd, entry)]
+
     def put(self, sessionKey, aggregate: Any) -> None:
         """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
         window = sessionKey.window()
-        kb = self._keyBytes(sessionKey.key())
+        entry = (window.end(), self._keyBytes(sessionKey.key()), window.start())
         self._observed = max(self._observed, window.end())
         if aggregate is None:
-            self._data.pop((window.end(), kb, window.start()), None)
+            self._delete(entry)
             return
         if self._expired(window.end()):
             log.warning("Skipping record for expired segment.")
             if self.droppedCounter is not None:
                 self.droppedCounter()
             return
-        self._data[(window.end(), kb, window.start())] = (sessionKey.key(), aggregate)
-        self._purge()
+        self._insert(entry, (sessionKey.key(), aggregate))
+        while self._byEnd and self._expired(self._byEnd[0][0]):  # drop expired segments / sessions
+            self._delete(self._byEnd[0])
 
     def remove(self, sessionKey) -> None:
         self.put(sessionKey, None)
 
-    def _purge(self) -> None:
-        if any(self._expired(end) for end, _, _ in self._data):
-            self._data = {k: v for k, v in self._data.items() if not self._expired(k[0])}
-
-    def _sessions(self, predicate, clamp: bool = True) -> KeyValueIterator:
+    def _iterator(self, entries, clamp: bool = True) -> KeyValueIterator:
         from ..dsl._windows import SessionWindow, Windowed
         from ..keyvalue import KeyValue
 
-        bound = self._minLiveEnd() if clamp or not self._persistent else -(1 << 62)
-        entries = [(end, kb, start, key, v) for (end, kb, start), (key, v) in self._data.items()
-                   if end >= bound and predicate(end, kb, start)]
-        entries.sort(key=lambda e: (e[0], e[1], -e[2]))
-        return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), v) for end, _, start, key, v in entries])
+        bound = self._minLiveEnd() if clamp or not self._persistent else None
+        return KeyValueIterator([
+            KeyValue(Windowed(self._data[e][0], SessionWindow(e[2], e[0])), self._data[e][1])
+            for e in entries if bound is None or e[0] >= bound
+        ])
 
-    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int | None = None) -> KeyValueIterator:
-        """With a key: sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
-        latestSessionStartTime`` (ST-3). Without (``findSessions(earliestEnd, latestEnd)``): sessions
-        of all keys whose end lies in ``[earliestEnd, latestEnd]`` (ST-4)."""
-        if latestSessionStartTime is None:
-            raise TypeError("findSessions(key, earliestSessionEndTime, latestSessionStartTime) or findSessionsByEnd(earliest, latest)")
+    def _ofKey(self, key: Any) -> list[tuple[int, bytes, int]]:
         kb = self._keyBytes(key)
-        return self._sessions(lambda end, k, start: k == kb and end >= earliestSessionEndTime and start <= latestSessionStartTime)
+        return sorted(((end, kb, start) for end, start in self._byKey.get(kb, ())), key=lambda e: (e[0], -e[2]))
+
+    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
+        """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
+        latestSessionStartTime`` (ST-3), ordered by end, then start descending."""
+        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[2] <= latestSessionStartTime)
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
-        """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``, ST-4)."""
-        return self._sessions(lambda end, k, start: earliestSessionEndTime <= end <= latestSessionEndTime, clamp=False)
+        """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``,
+        ST-4), ordered by end, serialized key, start descending."""
+        lo = bisect.bisect_left(self._byEnd, (earliestSessionEndTime,))
+        hi = bisect.bisect_left(self._byEnd, (latestSessionEndTime + 1,))
+        entries = sorted(self._byEnd[lo:hi], key=lambda e: (e[0], e[1], -e[2]))
+        return self._iterator(entries, clamp=False)
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
         """The aggregate of exactly that session, or None."""
@@ -336,8 +369,7 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def fetch(self, key: Any) -> KeyValueIterator:
         """All live sessions of ``key``, earliest first."""
-        kb = self._keyBytes(key)
-        return self._sessions(lambda end, k, start: k == kb)
+        return self._iterator(self._ofKey(key))
 
     def backwardFetch(self, key: Any) -> KeyValueIterator:
         """All live sessions of ``key``, latest first."""
