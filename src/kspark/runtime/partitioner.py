@@ -6,6 +6,8 @@ Mirrors ``org.apache.kafka.common.utils.Utils.murmur2`` and
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 __all__ = ["murmur2", "partitionForKey", "toPositive"]
 
 _M = 0x5BD1E995
@@ -42,6 +44,9 @@ def toPositive(number: int) -> int:
     return number & 0x7FFFFFFF
 
 
+@lru_cache(maxsize=1 << 16)
 def partitionForKey(keyBytes: bytes, numPartitions: int) -> int:
-    """The partition Kafka's producer picks for a non-null serialized key (rule DP-2)."""
+    """The partition Kafka's producer picks for a non-null serialized key (rule DP-2).
+
+    Memoised for the most recent 65,536 (key, partition count) pairs: keys repeat in streams."""
     return toPositive(murmur2(keyBytes)) % numPartitions
