@@ -59,9 +59,9 @@ class KafkaStreams:
     punctuators once per task and micro-batch, after its records. In continuous mode a
     micro-batch runs every trigger interval even without new records, so a wall-clock
     punctuator fires within one trigger interval (plus batch time) of its due time; under
-    ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each input partition's lag as known when the
-    batch was planned: a task waits (keeping records in its state) while a partition with
-    known lag has no data in the batch.
+    ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each
+    input partition's lag as known when the batch was planned: a task waits (keeping records in
+    its state) while a partition with known lag has no data in the batch.
     """
 
     CREATED, RUNNING, NOT_RUNNING, ERROR = "CREATED", "RUNNING", "NOT_RUNNING", "ERROR"
@@ -92,7 +92,9 @@ class KafkaStreams:
             If co-partitioned topics differ in partition count (``"Invalid topology: Topics not
             co-partitioned: [{...}]"``, rules J-6, RP-5) — raised before Spark starts.
         StreamsException
-            If a source or sink topic does not exist.
+            If a source, sink or dead-letter topic does not exist, if ``state.dir`` holds the
+            checkpoint of a different topology, or if a topic's partition count changed since
+            the checkpoint was written.
         """
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
