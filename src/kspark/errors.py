@@ -111,13 +111,17 @@ class ProcessingExceptionHandler:
         raise NotImplementedError
 
 
+def _logProcessingError(level: int, context: ErrorHandlerContext, exception: Exception) -> None:
+    _log.log(level, "Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
+             "source partition: %d, source offset: %d", context.processorNodeId, context.taskId,
+             context.topic, context.partition, context.offset, exc_info=exception)
+
+
 class LogAndFailProcessingExceptionHandler(ProcessingExceptionHandler):
     """The default: log and fail the task with a ``StreamsException``."""
 
     def handle(self, context, record, exception):
-        _log.error("Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
-                   "source partition: %d, source offset: %d", context.processorNodeId, context.taskId,
-                   context.topic, context.partition, context.offset, exc_info=exception)
+        _logProcessingError(_logging.ERROR, context, exception)
         return ProcessingHandlerResponse.FAIL
 
 
@@ -125,9 +129,7 @@ class LogAndContinueProcessingExceptionHandler(ProcessingExceptionHandler):
     """Log, drop the record at the failing node (counted in ``dropped-records``) and go on."""
 
     def handle(self, context, record, exception):
-        _log.warning("Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
-                     "source partition: %d, source offset: %d", context.processorNodeId, context.taskId,
-                     context.topic, context.partition, context.offset, exc_info=exception)
+        _logProcessingError(_logging.WARNING, context, exception)
         return ProcessingHandlerResponse.CONTINUE
 
 
