@@ -32,13 +32,22 @@ CORES = 2
 
 
 def replicated(n: int) -> pd.DataFrame:
-    """The NASA log repeated with hosts suffixed by the copy number and times shifted by a day."""
+    """The NASA log (one day, 2,365 hosts) replicated to ``n`` records, in time order.
+
+    Copy ``i`` suffixes every host with ``#<i % 50>`` and shifts times by ``i // 50`` days, so a
+    day holds up to 50 interleaved copies (≈118K live hosts) and later copies start new days.
+    The result is sorted by time (stable), as a real log with more hosts would be; without the
+    sort, copies would follow each other and every later copy of a day would be late data.
+    """
     base = pd.read_csv(DATA, sep="\t", usecols=["host", "time"])
     copies = -(-n // len(base))
+    hosts = base["host"].to_numpy(dtype=object)
+    times = base["time"].to_numpy(dtype=np.int64)
     frames = []
     for i in range(copies):
-        frames.append(pd.DataFrame({"host": base["host"] + f"#{i % 50}", "ts": (base["time"] + 86_400 * (i // 50)) * 1000}))
-    return pd.concat(frames, ignore_index=True).head(n)
+        frames.append(pd.DataFrame({"host": hosts + f"#{i % 50}", "ts": (times + 86_400 * (i // 50)) * 1000}))
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values("ts", kind="stable", ignore_index=True).head(n)
 
 
 def peakRssMb() -> float:

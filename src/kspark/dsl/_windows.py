@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from .._duration import Duration, toMillis
 from ..serialization import Serde, SerializationException
+
+_END_START = struct.Struct(">qq")  # SessionKeySchema suffix: 8-byte end, 8-byte start, big-endian
 
 __all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
 
@@ -237,7 +240,7 @@ class _SessionWindowedSerde(Serde):
         if not isinstance(data, Windowed):
             raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
         w = data.window()
-        return self.inner.serialize(topic, data.key()) + w.end().to_bytes(8, "big", signed=True) + w.start().to_bytes(8, "big", signed=True)
+        return self.inner.serialize(topic, data.key()) + _END_START.pack(w.end(), w.start())
 
     def deserialize(self, topic, data):
         if data is None:

@@ -15,6 +15,8 @@ __all__ = ["PartitionGroup", "RawRecord", "RecordQueue", "StampedRecord"]
 
 log = logging.getLogger("kspark.runtime")
 
+_tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
+
 
 class RawRecord(NamedTuple):
     """A record as stored in a topic: serialized key/value, metadata timestamp (ms), headers."""
@@ -121,7 +123,7 @@ class RecordQueue:
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
             if raw.extracted is not None:
-                self.head = StampedRecord(raw.extracted, key, value, raw.headers, self.topic, self.partition, raw.offset)
+                self.head = _tupleNew(StampedRecord, (raw.extracted, key, value, raw.headers, self.topic, self.partition, raw.offset))
                 self._headRaw = raw
                 continue
             consumerRecord = ConsumerRecord(self.topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
@@ -141,7 +143,7 @@ class RecordQueue:
                 )
                 self._metrics.recordDropped(self._taskId, self.sourceNodeName, "negative extracted timestamp")
                 continue
-            self.head = StampedRecord(ts, key, value, raw.headers, self.topic, self.partition, raw.offset)
+            self.head = _tupleNew(StampedRecord, (ts, key, value, raw.headers, self.topic, self.partition, raw.offset))
             self._headRaw = raw
 
 
@@ -161,7 +163,10 @@ class PartitionGroup:
         self._idleStart: dict[int, int] = {}
 
     def readyToProcess(self, wallClockTime: int) -> bool:
-        if not any(q.head is not None for q in self.queues):
+        queues = self.queues
+        if len(queues) == 1:  # one input partition: never idles (no other queue to wait for)
+            return queues[0].head is not None
+        if not any(q.head is not None for q in queues):
             return False
         if self._maxTaskIdleMs < 0:
             return True
@@ -178,11 +183,15 @@ class PartitionGroup:
         return ready
 
     def nextRecord(self) -> tuple[StampedRecord, RecordQueue] | tuple[None, None]:
-        best = None
-        for q in self.queues:
-            h = q.head
-            if h is not None and (best is None or h.timestamp < best.head.timestamp):
-                best = q
+        queues = self.queues
+        if len(queues) == 1:
+            best = queues[0] if queues[0].head is not None else None
+        else:
+            best = None
+            for q in queues:
+                h = q.head
+                if h is not None and (best is None or h.timestamp < best.head.timestamp):
+                    best = q
         if best is None:
             return None, None
         record = best.poll()

@@ -25,6 +25,8 @@ __all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
 
 log = logging.getLogger("kspark.runtime")
 
+_tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
+
 
 class ProducedRecord(NamedTuple):
     """A record a sink wrote: raw topic name, partition, timestamp (ms), serialized key/value, headers."""
@@ -354,7 +356,7 @@ class StreamTask:
                 raise StreamsException(
                     f"Partitioner of sink {spec.name} returned partition {partition} for topic {topic} with {n} partitions"
                 )
-            produced.append(ProducedRecord(topic, partition, record.timestamp(), keyBytes, valueBytes, record.headers()))
+            produced.append(_tupleNew(ProducedRecord, (topic, partition, record.timestamp(), keyBytes, valueBytes, record.headers())))
 
         return process
 
@@ -444,7 +446,7 @@ class StreamTask:
         if record is None:
             return False
         context = self.context
-        context.metadata = RecordMetadata(record.topic, record.partition, record.offset)
+        context.metadata = _tupleNew(RecordMetadata, record[4:])  # (topic, partition, offset), no NamedTuple __new__
         try:
             queue.sourceNode.process(Record(record.key, record.value, record.timestamp, record.headers))
         finally:
@@ -456,8 +458,13 @@ class StreamTask:
         """Process every processable record, checking stream-time punctuation after each one
         (as TopologyTestDriver does, rule TTD-1); return how many were processed."""
         n = 0
-        while self.process(wallClockTime):
-            self.maybePunctuateStreamTime()
+        process, punctuate = self.process, self.maybePunctuateStreamTime
+        heap = self._queues[PunctuationType.STREAM_TIME]._heap
+        partitionGroup = self.partitionGroup
+        while process(wallClockTime):
+            # cheap pre-check of maybePunctuateStreamTime: nothing scheduled or nothing due yet
+            if heap and heap[0][0] <= partitionGroup.streamTime:
+                punctuate()
             n += 1
         return n
 

@@ -12,6 +12,7 @@ import json
 import pickle
 import time
 import uuid
+from itertools import repeat
 from typing import Iterator
 
 import pandas as pd
@@ -24,6 +25,7 @@ from ._datasource import SINK_SCHEMA
 
 OUTPUT_SCHEMA = SINK_SCHEMA  # task output rows go straight to the kspark-topics sink
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
+_tupleNew = tuple.__new__
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
@@ -68,13 +70,16 @@ class TaskStatefulProcessor(StatefulProcessor):
             timestamps = data["timestamp"].to_numpy()
             # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
             bulk = task.queueOf[topic].extractsMetadataTimestamp() and bool((timestamps >= 0).all())
-            raws = [
-                RawRecord(o, t, k, v, decodeHeaders(h), t if bulk else None)
-                for o, t, k, v, h in zip(
-                    data["offset"].tolist(), timestamps.tolist(), data["key"].tolist(),
-                    data["value"].tolist(), data["headers"].tolist(),
-                )
-            ]
+            # Column-wise: one list per column, then tuple.__new__ (no NamedTuple __new__ per row)
+            tsList = timestamps.tolist()
+            rawHeaders = data["headers"]
+            headers = (repeat((), len(data)) if not rawHeaders.notna().any()
+                       else map(decodeHeaders, rawHeaders.tolist()))
+            raws = list(map(
+                _tupleNew, repeat(RawRecord),
+                zip(data["offset"].tolist(), tsList, data["key"].tolist(), data["value"].tolist(), headers,
+                    tsList if bulk else repeat(None)),
+            ))
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecords(topic, raws, lag=lag)
 

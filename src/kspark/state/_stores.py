@@ -271,6 +271,7 @@ class SessionStore(_TimeOrderedStoreBase):
         self._byKey: dict[bytes, set[tuple[int, int]]] = {}
         self._byEnd: list[tuple[int, bytes, int]] = []  # sorted
         self.droppedCounter = None  # set by the task: called when a put is dropped as expired
+        self._segmentInterval = max(retentionMs // 2, 60_000)
 
     def restore(self, data: dict) -> None:
         super().restore(data)
@@ -290,12 +291,13 @@ class SessionStore(_TimeOrderedStoreBase):
         return self._observed - self._retentionMs + 1
 
     def _segmentId(self, end: int) -> int:
-        return end // max(self._retentionMs // 2, 60_000)
+        return end // self._segmentInterval
 
     def _expired(self, end: int) -> bool:
         bound = self._observed - self._retentionMs
         if self._persistent:
-            return self._segmentId(end) < self._segmentId(bound)
+            interval = self._segmentInterval
+            return end // interval < bound // interval
         return end <= bound
 
     def _insert(self, entry: tuple[int, bytes, int], value: tuple[Any, Any]) -> None:
@@ -316,19 +318,36 @@ class SessionStore(_TimeOrderedStoreBase):
     def put(self, sessionKey, aggregate: Any) -> None:
         """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
         window = sessionKey.window()
-        entry = (window.end(), self._keyBytes(sessionKey.key()), window.start())
-        self._observed = max(self._observed, window.end())
+        key = sessionKey.key()
+        self._putEntry(window.end(), self._keyBytes(key), window.start(), key, aggregate)
+
+    def _putEntry(self, end: int, kb: bytes, start: int, key: Any, aggregate: Any) -> None:
+        """``put`` by serialized key, without building a ``Windowed`` (hot path of the DSL)."""
+        entry = (end, kb, start)
+        if end > self._observed:
+            self._observed = end
         if aggregate is None:
             self._delete(entry)
             return
-        if self._expired(window.end()):
+        if self._expired(end):
             log.warning("Skipping record for expired segment.")
             if self.droppedCounter is not None:
                 self.droppedCounter()
             return
-        self._insert(entry, (sessionKey.key(), aggregate))
-        while self._byEnd and self._expired(self._byEnd[0][0]):  # drop expired segments / sessions
-            self._delete(self._byEnd[0])
+        self._insert(entry, (key, aggregate))
+        byEnd = self._byEnd
+        if byEnd and self._expired(byEnd[0][0]):  # drop expired segments / sessions, oldest first
+            n = 1
+            while n < len(byEnd) and self._expired(byEnd[n][0]):
+                n += 1
+            data, byKey = self._data, self._byKey
+            for e in byEnd[:n]:
+                del data[e]
+                sessions = byKey[e[1]]
+                sessions.discard((e[0], e[2]))
+                if not sessions:
+                    del byKey[e[1]]
+            del byEnd[:n]  # one slice delete, not one list shift per session
 
     def remove(self, sessionKey) -> None:
         self.put(sessionKey, None)
@@ -351,6 +370,20 @@ class SessionStore(_TimeOrderedStoreBase):
         """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
         latestSessionStartTime`` (ST-3), ordered by end, then start descending."""
         return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[2] <= latestSessionStartTime)
+
+    def _findSessionEntries(self, kb: bytes, earliestSessionEndTime: int, latestSessionStartTime: int) -> list:
+        """``findSessions`` by serialized key as ``(end, start, key, aggregate)`` tuples, same
+        sessions and order, without building ``Windowed`` objects (hot path of the DSL)."""
+        sessions = self._byKey.get(kb)
+        if not sessions:
+            return []
+        lowest = max(earliestSessionEndTime, self._minLiveEnd())
+        data = self._data
+        found = [(end, start) + data[(end, kb, start)] for end, start in sessions
+                 if end >= lowest and start <= latestSessionStartTime]
+        if len(found) > 1:
+            found.sort(key=lambda e: (e[0], -e[1]))
+        return found
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
         """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``,

@@ -8,6 +8,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
+from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 
 log = logging.getLogger("kspark.dsl")
 
@@ -309,6 +310,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
         self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self._gap, self._grace = self.windows.inactivityGap(), self.windows.gracePeriodMs()
 
     def process(self, record: Record) -> None:
         closeTime = self._aggregate(record)
@@ -332,21 +334,29 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
     def _aggregate(self, record: Record) -> int | None:
         """The update path (SA-1..SA-9); returns the window close time, None for a null key."""
-        from .._windows import SessionWindow, Windowed
-
         key, ts = record.key(), record.timestamp()
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
             return None
-        streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
-        gap = self.windows.inactivityGap()
-        closeTime = streamTime - self.windows.gracePeriodMs() - gap
-        merged = list(self.store.findSessions(key, ts - gap, ts + gap))
+        meta = self.meta
+        streamTime = meta["observedStreamTime"]
+        if ts > streamTime:
+            streamTime = meta["observedStreamTime"] = ts
+        gap = self._gap
+        closeTime = streamTime - self._grace - gap
+        store = self.store
+        kb = store._keyBytes(key)
+        # (end, start, stored key, aggregate) in findSessions order (store order, SA-3)
+        merged = store._findSessionEntries(kb, ts - gap, ts + gap)
         agg = self.initializer()
         start, end = ts, ts
-        for session in merged:
-            agg = self.merger(key, agg, session.value)
-            start, end = min(start, session.key.window().start()), max(end, session.key.window().end())
+        merger = self.merger
+        for sEnd, sStart, _, sAgg in merged:
+            agg = merger(key, agg, sAgg)
+            if sStart < start:
+                start = sStart
+            if sEnd > end:
+                end = sEnd
         if end < closeTime:
             meta = self.context().recordMetadata()
             log.warning(
@@ -358,18 +368,21 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                    "expired window")
             return closeTime
-        if (start, end) != (ts, ts):
-            for session in merged:
-                self.store.remove(session.key)
-                if not self.emitFinal:
-                    self.cache.forward(Record(session.key, Change(None, None), session.key.window().end(), record.headers()), True)
+        emitFinal, forward = self.emitFinal, self.cache.forward
+        if start != ts or end != ts:
+            for sEnd, sStart, sKey, _ in merged:
+                store._putEntry(sEnd, kb, sStart, sKey, None)  # store.remove(Windowed(sKey, [sStart, sEnd]))
+                if not emitFinal:
+                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record.headers()), True)
         agg = self.aggregator(key, record.value(), agg)
-        window = Windowed(key, SessionWindow(start, end))
-        existed = self.store.fetchSession(key, start, end) is not None
-        self.store.put(window, agg)
-        if not self.emitFinal:
-            self.cache.forward(Record(window, Change(agg, None), end, record.headers()), existed)
+        existed = store.fetchSession(key, start, end) is not None
+        store._putEntry(end, kb, start, key, agg)  # store.put(Windowed(key, [start, end]), agg)
+        if not emitFinal:
+            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
         return closeTime
+
+
+_TOMBSTONE = Change(None, None)
 
 
 class KTableSuppress(ContextualProcessor):
