@@ -1,5 +1,6 @@
 # make demo: install into .venv and run the valuation-signal job on Spark local mode
 # make test: install into .venv and run the test suite
+# make bench: also install the comparison systems (.[bench]) and run every benchmark (bench/README.md)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -18,4 +19,5 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) bench/run.py

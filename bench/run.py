@@ -1,12 +1,32 @@
-"""kspark benchmarks: one JSON object per benchmark on stdout (records, seconds, records/s,
-records/s per core, peak RSS) with the comparison system measured in the same run.
+"""kspark benchmarks: one JSON object per benchmark on stdout.
 
-- P1: session-window count (30 min gap, updates emitted, Kafka Streams semantics) on Spark
-  ``local[2]`` over the NASA HTTP log replicated with shifted hosts and times;
-  P1-native: Spark's own ``groupBy(session_window(...), host).count()`` on the same records.
-- P3: the same session count in process through ``TopologyTestDriver`` (record at a time).
+Fields: ``benchmark``, ``records`` (input records), ``seconds`` (wall, query start to end, incl.
+Spark's per-query startup; input generation and SparkSession creation excluded),
+``records_per_s``, ``cores`` (Spark: the local[N] master; in process: 1),
+``records_per_s_per_core``, ``peak_rss_mb`` (peak summed RSS of this process and all its
+descendants — the Spark JVM and the Python workers — sampled every 0.2 s during the
+benchmark), ``load_avg_1m`` at the start, and per-benchmark extras.
 
-Usage: ``python bench/run.py [--records 1000000] [--p3-records 200000]``.
+Benchmarks (comparison systems run in the same process, on the same input):
+
+- ``P3``: session count (30 min gap, no grace, every update emitted) through
+  ``TopologyTestDriver``, record at a time, over the NASA log replicated (inputs.py).
+- ``P3-bytewax``: Bytewax 0.21 ``count_window`` with a 30 min ``SessionWindower`` on the same
+  records (emits final counts only; needs ``pip install -e ".[bench]"``).
+- ``Q11``/``Q3`` (Nexmark shapes, in process): session count of bids per bidder (10 s gap);
+  auctions joined with a KTable of persons from OR/ID/CA (KStream-KTable join).
+- ``P1``: the P3 topology on Spark ``local[2]`` (Kafka Streams semantics, updates emitted);
+  ``P1-native``: Spark's ``groupBy(session_window(ts, "30 minutes"), host).count()``, append
+  mode, on the same records.
+- ``P2``: the valuation-signal pipeline of examples/valuation_signals.py on Spark (repartition +
+  KStream-KTable join + dedup store) over KRX snapshots replicated with shifted codes.
+
+Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
+300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
+200,000), ``--only NAME,...`` (subset: p3,bytewax,nexmark,p1,p1-native,p2), ``--scaling`` (adds P1
+at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
+local[2]). The default run takes about 10 minutes on a quiet 2-core machine; ``--scaling``
+adds about an hour.
 """
 
 from __future__ import annotations
@@ -14,146 +34,348 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import sys
+import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "nasa_http_19950801.tsv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+import inputs  # noqa: E402
+
 GAP = timedelta(minutes=30)
-CORES = 2
+BYTEWAX_BATCH = 10_000  # items per source batch: Bytewax checks every live session key once per batch
 
 
-def replicated(n: int) -> pd.DataFrame:
-    """The NASA log (one day, 2,365 hosts) replicated to ``n`` records, in time order.
+# ---------------------------------------------------------------------- measuring
+def _treeRssKb(root: int) -> int:
+    """Summed VmRSS (kB) of ``root`` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/status") as f:
+                kb = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = kb
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
 
-    Copy ``i`` suffixes every host with ``#<i % 50>`` and shifts times by ``i // 50`` days, so a
-    day holds up to 50 interleaved copies (≈118K live hosts) and later copies start new days.
-    The result is sorted by time (stable), as a real log with more hosts would be; without the
-    sort, copies would follow each other and every later copy of a day would be late data.
-    """
-    base = pd.read_csv(DATA, sep="\t", usecols=["host", "time"])
-    copies = -(-n // len(base))
-    hosts = base["host"].to_numpy(dtype=object)
-    times = base["time"].to_numpy(dtype=np.int64)
-    frames = []
-    for i in range(copies):
-        frames.append(pd.DataFrame({"host": hosts + f"#{i % 50}", "ts": (times + 86_400 * (i // 50)) * 1000}))
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values("ts", kind="stable", ignore_index=True).head(n)
+
+class PeakRss:
+    """Samples the process tree's RSS every ``interval`` s while the ``with`` block runs."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval, self.peakKb = interval, 0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "PeakRss":
+        self.peakKb = _treeRssKb(os.getpid())
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peakKb = max(self.peakKb, _treeRssKb(os.getpid()))
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peakKb = max(self.peakKb, _treeRssKb(os.getpid()))
 
 
-def peakRssMb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def result(name: str, records: int, seconds: float, **extra) -> dict:
+def result(name: str, records: int, seconds: float, cores: int, rss: PeakRss, load: float, **extra) -> dict:
     out = {"benchmark": name, "records": records, "seconds": round(seconds, 2),
-           "records_per_s": round(records / seconds), "records_per_s_per_core": round(records / seconds / CORES),
-           "peak_driver_rss_mb": round(peakRssMb()), **extra}
+           "records_per_s": round(records / seconds), "cores": cores,
+           "records_per_s_per_core": round(records / seconds / cores),
+           "peak_rss_mb": round(rss.peakKb / 1024), "load_avg_1m": round(load, 2), **extra}
     print(json.dumps(out), flush=True)
     return out
 
 
-def topology():
+def measured(fn):
+    """Run ``fn()`` -> (records, extra dict) under the RSS sampler; returns (records, seconds, rss, load, extra)."""
+    load = os.getloadavg()[0]
+    with PeakRss() as rss:
+        started = time.time()
+        records, extra = fn()
+        seconds = time.time() - started
+    return records, seconds, rss, load, extra
+
+
+# ---------------------------------------------------------------------- topologies
+def sessionCountTopology(source: str, sink: str, gap: timedelta):
     from kspark import Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, WindowedSerdes
 
     b = StreamsBuilder()
-    (b.stream("requests").groupByKey()
-     .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
+    (b.stream(source).groupByKey()
+     .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(gap))
      .count(materialized=Materialized.as_("sessions").withCachingDisabled())
-     .toStream().to("sessions", Produced.with_(WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String()), Serdes.Long())))
+     .toStream().to(sink, Produced.with_(WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String()), Serdes.Long())))
     return b.build()
 
 
-def p1(df: pd.DataFrame, work: Path, spark) -> dict:
+def q3Topology():
+    """Nexmark Q3 shape: auctions (keyed by seller id, str) joined with persons (by id) from OR/ID/CA."""
+    from kspark import Consumed, Produced, Serdes, StreamsBuilder
+
+    b = StreamsBuilder()
+    persons = (b.stream("persons", Consumed.with_(Serdes.String(), Serdes.JSON()))
+               .filter(lambda k, p: p["state"] in ("OR", "ID", "CA")).toTable())
+    (b.stream("auctions", Consumed.with_(Serdes.String(), Serdes.JSON()))
+     .filter(lambda k, a: a["category"] == 10)
+     .join(persons, lambda a, p: {"name": p["name"], "state": p["state"], "auction": a["id"]})
+     .to("q3", Produced.with_(Serdes.String(), Serdes.JSON())))
+    return b.build()
+
+
+# ---------------------------------------------------------------------- in-process benchmarks
+def p3(df) -> dict:
+    from kspark.testing import TopologyTestDriver
+
+    rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
+
+    def run():
+        with TopologyTestDriver(sessionCountTopology("requests", "sessions", GAP)) as d:
+            i = d.createInputTopic("requests")
+            for host, ts in rows:
+                i.pipeInput(host, None, ts)
+            return len(rows), {"updates_emitted": d.createOutputTopic("sessions").getQueueSize()}
+
+    return _report("P3 kspark session count, TopologyTestDriver (record at a time)", measured(run), 1)
+
+
+def p3Bytewax(df) -> dict | None:
+    try:
+        import bytewax  # noqa: F401
+        import bytewax.operators as op
+        from bytewax.dataflow import Dataflow
+        from bytewax.operators.windowing import EventClock, SessionWindower, count_window
+        from bytewax.testing import TestingSink, TestingSource, run_main
+    except ImportError as e:
+        print(json.dumps({"benchmark": "P3-bytewax", "skipped": f"bytewax not installed ({e}); pip install -e '.[bench]'"}), flush=True)
+        return None
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    rows = [(host, epoch + timedelta(milliseconds=ts)) for host, ts in zip(df["host"].tolist(), df["ts"].tolist())]
+
+    def run():
+        out: list = []
+        flow = Dataflow("p3-bytewax")
+        stream = op.input("in", flow, TestingSource(rows, batch_size=BYTEWAX_BATCH))
+        clock = EventClock(lambda r: r[1], wait_for_system_duration=timedelta(0))
+        counts = count_window("count", stream, clock, SessionWindower(gap=GAP), lambda r: r[0])
+        op.output("out", counts.down, TestingSink(out))
+        run_main(flow)
+        return len(rows), {"sessions_emitted": len(out), "version": _version("bytewax"), "source_batch_size": BYTEWAX_BATCH}
+
+    return _report("P3-bytewax Bytewax 0.21 count_window(SessionWindower), final counts only", measured(run), 1)
+
+
+def nexmarkQ11(events) -> dict:
+    from kspark import Serdes
+    from kspark.testing import TopologyTestDriver
+
+    bids = events["bids"]
+
+    def run():
+        with TopologyTestDriver(sessionCountTopology("bids", "q11", timedelta(seconds=10))) as d:
+            i = d.createInputTopic("bids", Serdes.String(), Serdes.String())
+            for auction, bidder, price, ts in bids:
+                i.pipeInput(str(bidder), None, ts)
+            return len(bids), {"updates_emitted": d.createOutputTopic("q11").getQueueSize()}
+
+    return _report("Q11 Nexmark-shape session count of bids per bidder (10 s gap), TopologyTestDriver", measured(run), 1)
+
+
+def nexmarkQ3(events) -> dict:
+    from kspark import Serdes
+    from kspark.testing import TopologyTestDriver
+
+    merged = sorted([("persons", str(p[0]), {"id": p[0], "name": p[1], "state": p[2]}, p[3]) for p in events["persons"]]
+                    + [("auctions", str(a[1]), {"id": a[0], "seller": a[1], "category": a[2]}, a[3]) for a in events["auctions"]],
+                    key=lambda r: r[3])
+
+    def run():
+        with TopologyTestDriver(q3Topology()) as d:
+            topics = {t: d.createInputTopic(t, Serdes.String(), Serdes.JSON()) for t in ("persons", "auctions")}
+            for topic, key, value, ts in merged:
+                topics[topic].pipeInput(key, value, ts)
+            return len(merged), {"joined_emitted": d.createOutputTopic("q3", Serdes.String(), Serdes.JSON()).getQueueSize()}
+
+    return _report("Q3 Nexmark-shape auctions x persons KStream-KTable join, TopologyTestDriver", measured(run), 1)
+
+
+# ---------------------------------------------------------------------- Spark benchmarks
+def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
     from kspark import KafkaStreams
     from kspark.runtime.partitioner import partitionForKey
     from kspark.topics import LocalTopics
 
+    work = work / f"p1-{len(df)}-{cores}"
     topics = LocalTopics(work / "topics")
     topics.createTopic("requests", 4)
     topics.createTopic("sessions", 4)
     keys = [h.encode() for h in df["host"]]
     parts = np.array([partitionForKey(k, 4) for k in keys])
+    ts = df["ts"].to_numpy()
     for p in range(4):
         idx = np.nonzero(parts == p)[0]
         topics.append("requests", p, pa.table({
-            "timestamp": pa.array(df["ts"].to_numpy()[idx], pa.int64()),
+            "timestamp": pa.array(ts[idx], pa.int64()),
             "key": pa.array([keys[i] for i in idx], pa.binary()),
             "value": pa.nulls(len(idx), pa.binary()), "headers": pa.nulls(len(idx), pa.binary())}))
-    streams = KafkaStreams(topology(), {
-        "application.id": "bench-p1", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
-        "kspark.max.records.per.trigger": 200_000}, spark=spark)
-    started = time.time()
-    streams.start()
-    streams.awaitTermination()
-    seconds = time.time() - started
-    streams.close()
-    emitted = sum(topics.endOffsets("sessions").values())
-    return result("P1 kspark session count on Spark local[2]", len(df), seconds, updates_emitted=emitted)
+
+    def run():
+        streams = KafkaStreams(sessionCountTopology("requests", "sessions", GAP), {
+            "application.id": "bench-p1", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
+            "kspark.max.records.per.trigger": 200_000}, spark=spark)
+        streams.start()
+        streams.awaitTermination()
+        streams.close()
+        return len(df), {"updates_emitted": sum(topics.endOffsets("sessions").values()), "tasks": 4,
+                         "max_records_per_batch": 200_000}
+
+    return _report(f"P1 kspark session count on Spark local[{cores}]{label}", measured(run), cores)
 
 
-def p1Native(df: pd.DataFrame, work: Path, spark) -> dict:
+def p1Native(df, work: Path, spark, cores: int) -> dict:
     from pyspark.sql import functions as F
 
     src = work / "native-input"
+    shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
-    size = -(-len(df) // 10)
-    for i, chunk in enumerate(df.iloc[j:j + size] for j in range(0, len(df), size)):
+    files = max(1, -(-len(df) // 200_000))  # 200K rows per micro-batch, as P1
+    size = -(-len(df) // files)
+    for i, j in enumerate(range(0, len(df), size)):
+        chunk = df.iloc[j:j + size]
         pq.write_table(pa.table({"host": chunk["host"].to_numpy(), "ts": pa.array(chunk["ts"].to_numpy() * 1000, pa.timestamp("us", tz="UTC"))}),
-                       src / f"part-{i:03d}.parquet")
+                       src / f"part-{i:04d}.parquet")
     spark.conf.set("spark.sql.shuffle.partitions", "4")
-    stream = (spark.readStream.schema("host string, ts timestamp").option("maxFilesPerTrigger", 2).parquet(str(src))
-              .withWatermark("ts", "30 minutes").groupBy(F.session_window("ts", "30 minutes"), "host").count())
-    started = time.time()
-    q = (stream.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(work / "native-ck"))
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    seconds = time.time() - started
-    return result("P1-native Spark groupBy(session_window).count() append", len(df), seconds,
-                  note="not Kafka Streams semantics: append only, global watermark")
+    checkpoint = work / f"native-ck-{len(df)}-{cores}"
+
+    def run():
+        stream = (spark.readStream.schema("host string, ts timestamp").option("maxFilesPerTrigger", 1).parquet(str(src))
+                  .withWatermark("ts", "30 minutes").groupBy(F.session_window("ts", "30 minutes"), "host").count())
+        q = (stream.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        return len(df), {"note": "not Kafka Streams semantics: append only (final counts), global watermark"}
+
+    return _report(f"P1-native Spark groupBy(session_window).count() append, local[{cores}]", measured(run), cores)
 
 
-def p3(df: pd.DataFrame) -> dict:
-    from kspark.testing import TopologyTestDriver
+def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int) -> dict:
+    import valuation_signals as vs
 
-    rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
-    started = time.time()
-    with TopologyTestDriver(topology()) as d:
-        i = d.createInputTopic("requests")
-        for host, ts in rows:
-            i.pipeInput(host, None, ts)
-        emitted = d.createOutputTopic("sessions").getQueueSize()
-    seconds = time.time() - started
-    return result("P3 kspark session count in TopologyTestDriver", len(rows), seconds, updates_emitted=emitted)
+    from kspark import KafkaStreams
+    from kspark.topics import LocalTopics
+
+    work = work / "p2"
+    topics = LocalTopics(work / "topics")
+    vs.loadTopics(topics, prices, valuations)
+
+    def run():
+        streams = KafkaStreams(vs.buildTopology(), {
+            "application.id": "bench-p2", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
+            "kspark.max.records.per.trigger": 200_000}, spark=spark)
+        streams.start()
+        streams.awaitTermination()
+        streams.close()
+        return len(prices) + len(valuations), {
+            "prices": len(prices), "valuations": len(valuations),
+            "signals_emitted": sum(topics.endOffsets("signals").values()),
+            "note": "two queries (valuations repartition, then join + dedup); JSON serde, ISO timestamp extractor"}
+
+    return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]", measured(run), cores)
+
+
+# ---------------------------------------------------------------------- driver
+def _report(name: str, m: tuple, cores: int) -> dict:
+    records, seconds, rss, load, extra = m
+    return result(name, records, seconds, cores, rss, load, **extra)
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+def session(cores: int):
+    from kspark.config import StreamsConfig
+    from kspark.spark._session import getOrCreateSession
+
+    return getOrCreateSession(StreamsConfig({"kspark.spark.master": f"local[{cores}]", "application.id": "bench"}))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--p3-records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=1_000_000, help="P1 and P1-native input records")
+    parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
+    parser.add_argument("--p3-records", type=int, default=200_000, help="P3 and Bytewax input records")
+    parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
+    parser.add_argument("--only", default="p3,bytewax,nexmark,p1-native,p1,p2", help="comma-separated subset")
+    parser.add_argument("--scaling", action="store_true", help="add P1 at 1M, 3M, 10M records (local[2])")
+    parser.add_argument("--cores", action="store_true", help="add P1 at --records on local[1] and local[2]")
     parser.add_argument("--work", type=Path, default=Path("work/bench"))
     args = parser.parse_args(argv)
+    only = {x.strip() for x in args.only.split(",")}
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
+    import logging
 
-    p3(replicated(args.p3_records))
-    from kspark.config import StreamsConfig
-    from kspark.spark._session import getOrCreateSession
+    logging.getLogger("kspark").setLevel(logging.ERROR)  # dropped-record warnings would flood stderr
 
-    spark = getOrCreateSession(StreamsConfig({"kspark.spark.master": f"local[{CORES}]", "application.id": "bench"}))
-    df = replicated(args.records)
-    p1Native(df, args.work, spark)
-    p1(df, args.work, spark)
-    spark.stop()
+    if only & {"p3", "bytewax"}:
+        df = inputs.nasaRequests(args.p3_records)
+        if "p3" in only:
+            p3(df)
+        if "bytewax" in only:
+            p3Bytewax(df)
+    if "nexmark" in only:
+        events = inputs.nexmark(args.nexmark_records)
+        nexmarkQ11(events)
+        nexmarkQ3(events)
+    sparkRuns = only & {"p1", "p1-native", "p2"} or args.scaling or args.cores
+    if sparkRuns:
+        spark = session(2)
+        if only & {"p1", "p1-native"}:
+            df = inputs.nasaRequests(args.records)
+            if "p1-native" in only:
+                p1Native(df, args.work, spark, 2)
+            if "p1" in only:
+                p1(df, args.work, spark, 2)
+        if "p2" in only:
+            prices, valuations = inputs.krxInputs(args.p2_records)
+            p2(prices, valuations, args.work, spark, 2)
+        if args.scaling:
+            for n in (1_000_000, 3_000_000, 10_000_000):
+                p1(inputs.nasaRequests(n), args.work, spark, 2, " (scaling)")
+        if args.cores:
+            df = inputs.nasaRequests(args.records)
+            p1(df, args.work, spark, 2, " (cores)")
+            spark.stop()
+            spark = session(1)
+            p1(df, args.work, spark, 1, " (cores)")
+        spark.stop()
     return 0
 
 
