@@ -75,6 +75,13 @@ class _Context(ProcessorContext):
     def forward(self, record: Record, childName: str | None = None) -> None:
         node = self.currentNode
         children = node.children
+        if childName is None and len(children) == 1:  # the common chain: one child, no loop
+            child = self.currentNode = children[0]
+            try:
+                child.process(record)
+            finally:
+                self.currentNode = node
+            return
         if childName is not None:
             children = [c for c in children if c.name == childName]
             if not children:

@@ -9,6 +9,7 @@ write per batch, never a state call per record (spark-stateful-measurements.md).
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import time
 import uuid
@@ -26,6 +27,7 @@ from ._datasource import SINK_SCHEMA
 OUTPUT_SCHEMA = SINK_SCHEMA  # task output rows go straight to the kspark-topics sink
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _tupleNew = tuple.__new__
+_TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
@@ -63,6 +65,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             task.wallClockTime = now
             task.initialize()
 
+        started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
         for topic, group in pdf.groupby("topic", sort=False):
             markers = group[group["offset"] < 0]
@@ -83,6 +86,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecords(topic, raws, lag=lag)
 
+        converted = time.perf_counter()
         task.processAll(now)  # stream-time punctuation after every record, as in the driver
         task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
         task.commit()  # a micro-batch is a commit: the DSL record caches flush here
@@ -90,9 +94,13 @@ class TaskStatefulProcessor(StatefulProcessor):
         metrics = task.metrics.encoded()
         task.metrics.counters.clear()
 
+        processed = time.perf_counter()
         version = uuid.uuid4().hex
-        self.state.update((version, pickle.dumps(task.checkpoint(), protocol=5)))
+        blob = pickle.dumps(task.checkpoint(), protocol=5)
+        pickled = time.perf_counter()
+        self.state.update((version, blob))
         _LIVE_TASKS[cacheKey] = (version, task)
+        stored = time.perf_counter()
 
         out = pd.DataFrame(
             {
@@ -106,6 +114,13 @@ class TaskStatefulProcessor(StatefulProcessor):
             },
             columns=_OUTPUT_COLUMNS,
         )
+        if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
+            with open(_TIMINGS, "a") as f:
+                f.write(json.dumps({
+                    "task": taskId, "rows": len(pdf), "produced": len(produced), "stateBytes": len(blob),
+                    "inputSeconds": round(converted - started, 4), "processSeconds": round(processed - converted, 4),
+                    "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
+                    "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
         yield out
 
     def _newTask(self, taskId: str, partition: int) -> StreamTask:
