@@ -5,7 +5,9 @@ Spark's per-query startup; input generation and SparkSession creation excluded),
 ``records_per_s``, ``cores`` (Spark: the local[N] master; in process: 1),
 ``records_per_s_per_core``, ``peak_rss_mb`` (peak summed RSS of this process and all its
 descendants — the Spark JVM and the Python workers — sampled every 0.2 s during the
-benchmark), ``load_avg_1m`` at the start, and per-benchmark extras.
+benchmark), ``cpu_seconds`` (CPU used by that process tree during the benchmark) and
+``records_per_cpu_s`` (less sensitive than wall time to other work on a shared machine),
+``load_avg_1m`` at the start, and per-benchmark extras.
 
 Benchmarks (comparison systems run in the same process, on the same input):
 
@@ -55,58 +57,77 @@ BYTEWAX_BATCH = 10_000  # items per source batch: Bytewax checks every live sess
 
 
 # ---------------------------------------------------------------------- measuring
-def _treeRssKb(root: int) -> int:
-    """Summed VmRSS (kB) of ``root`` and all its descendants, from /proc."""
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree(root: int) -> dict[int, tuple[int, float]]:
+    """``{pid: (VmRSS kB, CPU seconds so far)}`` of ``root`` and all its descendants, from /proc."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    info: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{entry}/status") as f:
                 kb = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
         except (OSError, ValueError, IndexError):
             continue
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = kb
-    total, stack = 0, [root]
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        info[int(entry)] = (kb, (int(fields[11]) + int(fields[12])) / _TICK)  # utime + stime
+    out, stack = {}, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in info:
+            out[pid] = info[pid]
         stack.extend(children.get(pid, ()))
-    return total
+    return out
 
 
 class PeakRss:
-    """Samples the process tree's RSS every ``interval`` s while the ``with`` block runs."""
+    """Samples the process tree every ``interval`` s while the ``with`` block runs: peak summed
+    RSS, and CPU seconds used (per process: last sample minus its value at the start; a
+    process that exits loses at most its last ``interval``)."""
 
     def __init__(self, interval: float = 0.2) -> None:
         self.interval, self.peakKb = interval, 0
         self._stop = threading.Event()
+        self._cpuStart: dict[int, float] = {}
+        self._cpuLast: dict[int, float] = {}
+
+    def _sample(self) -> None:
+        tree = _tree(os.getpid())
+        self.peakKb = max(self.peakKb, sum(kb for kb, _ in tree.values()))
+        for pid, (_, cpu) in tree.items():
+            self._cpuLast[pid] = cpu
+
+    def cpuSeconds(self) -> float:
+        return sum(cpu - self._cpuStart.get(pid, 0.0) for pid, cpu in self._cpuLast.items())
 
     def __enter__(self) -> "PeakRss":
-        self.peakKb = _treeRssKb(os.getpid())
+        self._cpuStart = {pid: cpu for pid, (_, cpu) in _tree(os.getpid()).items()}
+        self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.peakKb = max(self.peakKb, _treeRssKb(os.getpid()))
+            self._sample()
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peakKb = max(self.peakKb, _treeRssKb(os.getpid()))
+        self._sample()
 
 
 def result(name: str, records: int, seconds: float, cores: int, rss: PeakRss, load: float, **extra) -> dict:
     out = {"benchmark": name, "records": records, "seconds": round(seconds, 2),
            "records_per_s": round(records / seconds), "cores": cores,
            "records_per_s_per_core": round(records / seconds / cores),
-           "peak_rss_mb": round(rss.peakKb / 1024), "load_avg_1m": round(load, 2), **extra}
+           "peak_rss_mb": round(rss.peakKb / 1024), "cpu_seconds": round(rss.cpuSeconds(), 1),
+           "records_per_cpu_s": round(records / max(rss.cpuSeconds(), 1e-9)), "load_avg_1m": round(load, 2), **extra}
     print(json.dumps(out), flush=True)
     return out
 
