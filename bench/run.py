@@ -3,9 +3,10 @@
 Fields: ``benchmark``, ``records`` (input records), ``seconds`` (wall, query start to end, incl.
 Spark's per-query startup; input generation and SparkSession creation excluded),
 ``records_per_s``, ``cores`` (Spark: the local[N] master; in process: 1),
-``records_per_s_per_core``, ``peak_rss_mb`` (peak summed RSS of this process and all its
-descendants — the Spark JVM and the Python workers — sampled every 0.2 s during the
-benchmark), ``cpu_seconds`` (CPU used by that process tree during the benchmark) and
+``records_per_s_per_core``, ``peak_rss_mb`` (Spark: peak summed RSS of this process and all its
+descendants — the Spark JVM and the Python workers — sampled every second during the
+benchmark; in process: this process's peak RSS so far), ``cpu_seconds`` (CPU used by that
+process tree, or by this process, during the benchmark) and
 ``records_per_cpu_s`` (less sensitive than wall time to other work on a shared machine),
 ``load_avg_1m`` at the start, and per-benchmark extras.
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import threading
@@ -88,10 +90,14 @@ def _tree(root: int) -> dict[int, tuple[int, float]]:
 class PeakRss:
     """Samples the process tree every ``interval`` s while the ``with`` block runs: peak summed
     RSS, and CPU seconds used (per process: last sample minus its value at the start; a
-    process that exits loses at most its last ``interval``)."""
+    process that exits loses at most its last ``interval``).
 
-    def __init__(self, interval: float = 0.2) -> None:
-        self.interval, self.peakKb = interval, 0
+    With ``tree=False`` (in-process benchmarks) nothing is sampled, since a sampling thread
+    would take the GIL from the benchmark: CPU is this process's, and the peak RSS is the
+    process's lifetime peak (``ru_maxrss``)."""
+
+    def __init__(self, interval: float = 1.0, tree: bool = True) -> None:
+        self.interval, self.peakKb, self.tree = interval, 0, tree
         self._stop = threading.Event()
         self._cpuStart: dict[int, float] = {}
         self._cpuLast: dict[int, float] = {}
@@ -106,6 +112,9 @@ class PeakRss:
         return sum(cpu - self._cpuStart.get(pid, 0.0) for pid, cpu in self._cpuLast.items())
 
     def __enter__(self) -> "PeakRss":
+        if not self.tree:
+            self._cpu0 = time.process_time()
+            return self
         self._cpuStart = {pid: cpu for pid, (_, cpu) in _tree(os.getpid()).items()}
         self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -117,6 +126,10 @@ class PeakRss:
             self._sample()
 
     def __exit__(self, *exc) -> None:
+        if not self.tree:
+            self._cpuLast = {0: time.process_time() - self._cpu0}
+            self.peakKb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            return
         self._stop.set()
         self._thread.join()
         self._sample()
@@ -132,10 +145,10 @@ def result(name: str, records: int, seconds: float, cores: int, rss: PeakRss, lo
     return out
 
 
-def measured(fn):
+def measured(fn, tree: bool = True):
     """Run ``fn()`` -> (records, extra dict) under the RSS sampler; returns (records, seconds, rss, load, extra)."""
     load = os.getloadavg()[0]
-    with PeakRss() as rss:
+    with PeakRss(tree=tree) as rss:
         started = time.time()
         records, extra = fn()
         seconds = time.time() - started
@@ -181,7 +194,7 @@ def p3(df) -> dict:
                 i.pipeInput(host, None, ts)
             return len(rows), {"updates_emitted": d.createOutputTopic("sessions").getQueueSize()}
 
-    return _report("P3 kspark session count, TopologyTestDriver (record at a time)", measured(run), 1)
+    return _report("P3 kspark session count, TopologyTestDriver (record at a time)", measured(run, tree=False), 1)
 
 
 def p3Bytewax(df) -> dict | None:
@@ -207,7 +220,7 @@ def p3Bytewax(df) -> dict | None:
         run_main(flow)
         return len(rows), {"sessions_emitted": len(out), "version": _version("bytewax"), "source_batch_size": BYTEWAX_BATCH}
 
-    return _report("P3-bytewax Bytewax 0.21 count_window(SessionWindower), final counts only", measured(run), 1)
+    return _report("P3-bytewax Bytewax 0.21 count_window(SessionWindower), final counts only", measured(run, tree=False), 1)
 
 
 def nexmarkQ11(events) -> dict:
@@ -223,7 +236,7 @@ def nexmarkQ11(events) -> dict:
                 i.pipeInput(str(bidder), None, ts)
             return len(bids), {"updates_emitted": d.createOutputTopic("q11").getQueueSize()}
 
-    return _report("Q11 Nexmark-shape session count of bids per bidder (10 s gap), TopologyTestDriver", measured(run), 1)
+    return _report("Q11 Nexmark-shape session count of bids per bidder (10 s gap), TopologyTestDriver", measured(run, tree=False), 1)
 
 
 def nexmarkQ3(events) -> dict:
@@ -241,7 +254,7 @@ def nexmarkQ3(events) -> dict:
                 topics[topic].pipeInput(key, value, ts)
             return len(merged), {"joined_emitted": d.createOutputTopic("q3", Serdes.String(), Serdes.JSON()).getQueueSize()}
 
-    return _report("Q3 Nexmark-shape auctions x persons KStream-KTable join, TopologyTestDriver", measured(run), 1)
+    return _report("Q3 Nexmark-shape auctions x persons KStream-KTable join, TopologyTestDriver", measured(run, tree=False), 1)
 
 
 # ---------------------------------------------------------------------- Spark benchmarks
