@@ -103,19 +103,24 @@ class KTableSource(ContextualProcessor):
     """Materializes a changelog into a timestamped store and forwards ``Change`` (Kafka ``KTableSource``).
 
     Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
+    Not materialized (``storeName`` None) it forwards ``Change(value, None)``; the old value is
+    forwarded only when ``sendOldValues`` (a downstream subtractor or join asked for it).
     """
 
-    def __init__(self, storeName: str) -> None:
-        self.storeName = storeName
+    def __init__(self, storeName: str | None, sendOldValues: bool = True) -> None:
+        self.storeName, self.sendOldValues = storeName, sendOldValues
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        self.store = None if self.storeName is None else context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key = record.key()
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        if self.store is None:
+            self.context().forward(record.withValue(Change(record.value(), None)))
             return
         old = self.store.get(key)
         oldValue = None
@@ -128,7 +133,7 @@ class KTableSource(ContextualProcessor):
                 )
         value = record.value()
         self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
-        self.context().forward(record.withValue(Change(value, oldValue)))
+        self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)))
 
 
 class KTableToStream(ContextualProcessor):
@@ -144,12 +149,17 @@ class KStreamKTableJoin(ContextualProcessor):
     stream record's key and timestamp.
     """
 
-    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool) -> None:
+    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool, valueGetter=None) -> None:
         self.storeName, self.joiner, self.withKey, self.leftJoin = storeName, joiner, withKey, leftJoin
+        self.valueGetter = valueGetter  # a KTable value getter (ktable_processors) instead of the store
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        if self.valueGetter is not None:
+            self.valueGetter.init(context)
+            self.store = self.valueGetter
+        else:
+            self.store = context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -186,6 +196,9 @@ class _ForwardingCache:
             return
         key = record.key()
         previous = self.dirty.pop(key, None)
+        if previous is not None and isinstance(record.value(), Change):
+            # the old value is the one before the last flush (Kafka reads it from the underlying store)
+            record = record.withValue(Change(record.value().newValue, previous[0].value().oldValue))
         self.dirty[key] = (record, existedInStore if previous is None else previous[1])
 
     def flush(self) -> None:
