@@ -290,3 +290,21 @@ def test_describe_named_materialized_mapValues_matches_kafka():
         "      --> none\n"
         "      <-- KTABLE-SOURCE-0000000002\n"
         "\n")
+
+
+def test_filter_over_an_aggregation_enables_its_old_values():
+    """KTableFilter's constructor asks a materialized parent (a KGroupedStream aggregation) for old
+    values: a count leaving the filter gives one tombstone, later counts outside it give nothing."""
+    from kspark import TimeWindows
+
+    b = StreamsBuilder()
+    grouped = b.stream("clicks").groupByKey()
+    grouped.count(materialized=Materialized.as_("plain").withCachingDisabled()).filter(lambda k, n: n < 2).toStream().to("plain-out")
+    (grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(100)).count(materialized=Materialized.as_("win").withCachingDisabled())
+     .filter(lambda k, n: n < 2).toStream().map(lambda wk, n: (f"{wk.key()}@{wk.window().start()}", n)).to("win-out"))
+    with TopologyTestDriver(b.build()) as d:
+        t = d.createInputTopic("clicks")
+        for ts in (1, 2, 3):
+            t.pipeInput("u", "x", ts)
+        assert d.createOutputTopic("plain-out").readRecordsToList() == [TestRecord("u", 1, 1), TestRecord("u", None, 2)]
+        assert d.createOutputTopic("win-out").readRecordsToList() == [TestRecord("u@0", 1, 1), TestRecord("u@0", None, 2)]

@@ -138,7 +138,9 @@ class MaterializedTableSupplier:
         return materializedView(self.storeName)
 
     def __call__(self):
-        return self.processorSupplier()
+        processor = self.processorSupplier()
+        processor.sendOldValues = self.sendOldValues  # Kafka: Change(newAgg, sendOldValues ? oldAgg : null)
+        return processor
 
 
 class KTableSuppressSupplier:

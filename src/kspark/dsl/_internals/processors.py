@@ -217,6 +217,8 @@ class KStreamAggregate(ContextualProcessor):
     the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
     """
 
+    sendOldValues = True  # Kafka: only when a downstream KTable operation enables it (MaterializedTableSupplier)
+
     def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.initializer, self.aggregator, self.reduce = storeName, initializer, aggregator, reduce
         self.caching = caching
@@ -240,6 +242,7 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
+        oldAgg = oldAgg if self.sendOldValues else None  # set by the table's supplier when downstream asks
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
@@ -252,6 +255,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
     dropped for that window and counted ("Skipping record for expired window").
     """
+
+    sendOldValues = False
 
     def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
@@ -294,7 +299,8 @@ class KStreamWindowAggregate(ContextualProcessor):
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
-            self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()), old is not None)
+            oldAgg = old.value if self.sendOldValues and old is not None else None
+            self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
 class KStreamSessionWindowAggregate(ContextualProcessor):
