@@ -499,3 +499,30 @@ def test_nexmark_q3_shape_filtered_persons_join_filtered_auctions_by_seller():
             R(1, None, 120)]
         assert [kv.key for kv in d.getTimestampedKeyValueStore("q3").all()] == [2]
         assert d.getTimestampedKeyValueStore("auctions-by-seller").get(1) == ([1003], 121)
+
+
+def test_nexmark_q3_shape_auction_stream_rekeyed_by_seller_to_a_filtered_table():
+    """Nexmark Q3 in the other common shape: the auction stream re-keyed by seller (RP-1: a
+    repartition topic before toTable) to a table filtered by category, joined with the persons
+    table filtered by state. The repartition topic is co-partitioned with persons (J-6, RP-5)."""
+    b = StreamsBuilder()
+    persons = b.table("persons").filter(lambda k, p: p["state"] in ("OR", "ID", "CA"))
+    auctions = (b.stream("auctions").selectKey(lambda k, a: a["seller"]).toTable()
+                .filter(lambda seller, a: a["category"] == 10))
+    auctions.join(persons, lambda a, p: [p["name"], p["city"], p["state"], a["id"]]).toStream().to("q3")
+    topology = b.build()
+    repartition = "KSTREAM-KEY-SELECT-0000000005-repartition"
+    assert topology.copartitionGroups() == [{"persons", repartition}]
+    assert resolvePartitionCounts(topology, {"persons": 4, "auctions": 2, "q3": 1})[repartition] == 4
+    with TopologyTestDriver(topology, JSON_KEYS) as d:
+        p, a, out = d.createInputTopic("persons"), d.createInputTopic("auctions"), d.createOutputTopic("q3")
+        p.pipeInput(7, {"name": "ann", "city": "Portland", "state": "OR"}, 100)
+        p.pipeInput(8, {"name": "cy", "city": "Austin", "state": "TX"}, 101)
+        a.pipeInput("x", {"id": 1000, "seller": 7, "category": 10}, 105)
+        a.pipeInput("y", {"id": 1001, "seller": 8, "category": 10}, 106)   # seller in TX
+        a.pipeInput("z", {"id": 1002, "seller": 7, "category": 3}, 107)    # ann's latest auction leaves category 10
+        p.pipeInput(8, {"name": "cy", "city": "Boise", "state": "ID"}, 108)  # cy moves in: joins his auction
+        assert out.readRecordsToList() == [
+            R(7, ["ann", "Portland", "OR", 1000], 105),
+            R(7, None, 107),
+            R(8, ["cy", "Boise", "ID", 1001], 108)]
