@@ -526,3 +526,18 @@ def test_nexmark_q3_shape_auction_stream_rekeyed_by_seller_to_a_filtered_table()
             R(7, ["ann", "Portland", "OR", 1000], 105),
             R(7, None, 107),
             R(8, ["cy", "Boise", "ID", 1001], 108)]
+
+
+def test_histogram_of_a_stream_count_regroups_with_old_values():
+    """KTable.groupBy over a KGroupedStream count enables the aggregation's old values, so a user
+    moving from 1 to 2 clicks is subtracted from bucket 1 and added to bucket 2 (RP-1, T-17)."""
+    b = StreamsBuilder()
+    perUser = b.stream("clicks").groupByKey().count()
+    perUser.groupBy(lambda user, n: (n, user)).count().toStream().to("histogram")
+    with TopologyTestDriver(b.build(), JSON_KEYS) as d:
+        t = d.createInputTopic("clicks")
+        t.pipeInput("u1", "x", 1)
+        t.pipeInput("u2", "x", 2)
+        t.pipeInput("u1", "x", 3)
+        assert d.createOutputTopic("histogram").readRecordsToList() == [
+            R(1, 1, 1), R(1, 2, 2), R(1, 1, 3), R(2, 1, 3)]

@@ -214,7 +214,8 @@ class KStreamAggregate(ContextualProcessor):
 
     Records with a null key or value are skipped and counted. The first record of a key starts
     from ``initializer()`` (reduce: from the value itself); the result's timestamp is the max of
-    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
+    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``, the old
+    aggregate only when a downstream KTable operation enabled old values (else None), as Kafka.
     """
 
     sendOldValues = True  # Kafka: only when a downstream KTable operation enables it (MaterializedTableSupplier)
