@@ -218,14 +218,12 @@ class Topology:
         groups: dict[str, list[NodeSpec]] = {}
         for spec in self._nodes.values():
             groups.setdefault(find(spec.name), []).append(spec)
-        # Kafka numbers node groups by their source node names in sorted order
-        # (InternalTopologyBuilder.makeNodeGroups), so ids are predictable.
-        def firstSource(nodes: list[NodeSpec]) -> tuple[int, str]:
-            names = sorted(n.name for n in nodes if isinstance(n, SourceNodeSpec))
-            return (0, names[0]) if names else (1, nodes[0].name)
+        # Kafka (since 2.4, KAFKA-9020) numbers node groups in the order their first node was
+        # added to the topology (InternalTopologyBuilder.makeNodeGroups walks nodeFactories), so
+        # upstream sub-topologies come first.
 
         result = []
-        for i, nodes in enumerate(sorted(groups.values(), key=firstSource)):
+        for i, nodes in enumerate(groups.values()):
             stores = []
             for n in nodes:
                 for s in getattr(n, "stores", []):
@@ -254,36 +252,29 @@ class TopologyDescription:
         return self._topology.subtopologies()
 
     def __str__(self) -> str:
+        from ._describe import describeSubtopologyNodes, javaHashOrder
+
         t = self._topology
-        parentsOf: dict[str, list[str]] = {n: [] for n in t._nodes}
-        for name, children in t._children.items():
-            for c in children:
-                parentsOf[c].append(name)
-        size: dict[str, int] = {}
-
-        def subtreeSize(name: str) -> int:  # Kafka's AbstractNode.size: 1 + sizes of successors
-            if name not in size:
-                size[name] = 1 + sum(subtreeSize(c) for c in t._children[name])
-            return size[name]
-
-        lines = ["Topologies:"]
+        parentsOf = {name: list(getattr(spec, "parents", [])) for name, spec in t._nodes.items()}
+        out = ["Topologies:\n "]
         for sub in t.subtopologies():
-            lines.append(f"   Sub-topology: {sub.id}")
-            # Kafka's NODE_COMPARATOR: larger sub-tree first, then by name
-            for n in sorted(sub.nodes, key=lambda n: (-subtreeSize(n.name), n.name)):
-                children = t._children[n.name]
+            # Kafka: "Topologies:\n " then "  " + "Sub-topology: <id>\n" + nodes + "\n" for each
+            out.append(f"  Sub-topology: {sub.id}\n")
+            ordered, successors, predecessors = describeSubtopologyNodes([n.name for n in sub.nodes], parentsOf)
+            for name in ordered:
+                n = t._nodes[name]
+                succ = ", ".join(successors[name]) or "none"
+                pred = ", ".join(predecessors[name]) or "none"
                 if isinstance(n, SourceNodeSpec):
-                    lines.append(f"    Source: {n.name} (topics: [{', '.join(n.topics)}])")
+                    topics = ", ".join(javaHashOrder(n.topics, fromCollection=True))
+                    out.append(f"    Source: {name} (topics: [{topics}])\n      --> {succ}\n")
                 elif isinstance(n, ProcessorNodeSpec):
-                    lines.append(f"    Processor: {n.name} (stores: [{', '.join(n.stores)}])")
+                    stores = ", ".join(javaHashOrder(n.stores))
+                    out.append(f"    Processor: {name} (stores: [{stores}])\n      --> {succ}\n      <-- {pred}\n")
                 else:
-                    lines.append(f"    Sink: {n.name} (topic: {n.topic})")
-                if not isinstance(n, SinkNodeSpec):
-                    lines.append(f"      --> {', '.join(children) if children else 'none'}")
-                if not isinstance(n, SourceNodeSpec):
-                    lines.append(f"      <-- {', '.join(parentsOf[n.name])}")
-            lines.append("")
-        return "\n".join(lines) + "\n"
+                    out.append(f"    Sink: {name} (topic: {n.topic})\n      <-- {pred}\n")
+            out.append("\n")
+        return "".join(out)
 
     def __repr__(self) -> str:
         return str(self)
