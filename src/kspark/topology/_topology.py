@@ -82,6 +82,7 @@ class Topology:
         self._internalTopics: dict[str, int | None] = {}  # raw name -> enforced partition count
         self._copartitionGroups: list[set[str]] = []
         self._children: dict[str, list[str]] = {}
+        self._relaxedNullKeyJoins: set[str] = set()
 
     # ------------------------------------------------------------------ building
     def addSource(
@@ -169,6 +170,57 @@ class Topology:
 
     def _copartition(self, topics: set[str]) -> None:
         self._copartitionGroups.append(set(topics))
+
+    def _markRelaxedNullKeyJoin(self, name: str) -> None:
+        """``name`` is a join that accepts null keys (KIP-962 left joins; Kafka's
+        ``GraphNode.Label.NULL_KEY_RELAXED_JOIN``)."""
+        self._relaxedNullKeyJoins.add(name)
+
+    def _relaxedJoinDownstream(self, name: str) -> bool:
+        """Whether a relaxed join is reachable from ``name``, following repartition topics from
+        their sinks to the sources reading them (Kafka ``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        seen, todo = set(), [name]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node in self._relaxedNullKeyJoins:
+                return True
+            todo.extend(self._children.get(node, ()))
+            spec = self._nodes.get(node)
+            if isinstance(spec, SinkNodeSpec) and spec.topic in self._internalTopics:
+                todo.extend(n.name for n in self._nodes.values()
+                            if isinstance(n, SourceNodeSpec) and spec.topic in n.topics)
+        return False
+
+    def _insertRepartitionBefore(self, nodeName: str, topic: str, filterName: str, filterSupplier,
+                                 sinkName: str, sourceName: str) -> None:
+        """Put ``filter -> sink(topic) | source(topic)`` between ``nodeName`` and its parents, the new
+        nodes placed right before it in insertion order. Used by ``StreamsBuilder.build`` to
+        repartition in front of a stateful processor (kspark's addition)."""
+        for name in (filterName, sinkName, sourceName):
+            if name in self._nodes:
+                raise TopologyException(f"Processor {name} is already added.")
+        for other in self._nodes.values():
+            if isinstance(other, SourceNodeSpec) and topic in other.topics:
+                raise TopologyException(f"Topic {topic} has already been registered by another source.")
+        target = self._nodes[nodeName]
+        parents = list(target.parents)
+        new = [ProcessorNodeSpec(filterName, filterSupplier, parents), SinkNodeSpec(sinkName, topic, [filterName]),
+               SourceNodeSpec(sourceName, [topic])]
+        for parent in parents:
+            children = self._children[parent]
+            children[children.index(nodeName)] = filterName
+        self._children[filterName], self._children[sinkName], self._children[sourceName] = [sinkName], [], [nodeName]
+        target.parents = [sourceName]
+        self._internalTopics[topic] = None
+        reordered: dict[str, NodeSpec] = {}
+        for name, spec in self._nodes.items():
+            if name == nodeName:
+                reordered.update((n.name, n) for n in new)
+            reordered[name] = spec
+        self._nodes = reordered
 
     # ------------------------------------------------------------------ queries
     def children(self, name: str) -> list[str]:
