@@ -1,6 +1,8 @@
 """The Streams DSL (Kafka ``org.apache.kafka.streams.kstream``)."""
 
+from ._branched import Branched, BranchedKStream
 from ._builder import StreamsBuilder
+from ._printed import Printed
 from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
@@ -9,5 +11,5 @@ from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
 
-__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
