@@ -670,3 +670,113 @@ def test_flag_must_be_a_boolean():
         StreamsConfig({StreamsConfig.REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG: "yes"})
     assert StreamsConfig({StreamsConfig.REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG: "TRUE"}).get(
         StreamsConfig.REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG) is True
+
+
+def test_rp5_enforced_counts_that_differ_across_a_join_fail_at_build():
+    # Kafka KStreamRepartitionTest.shouldThrowAnExceptionWhenNumberOfPartitionsOfRepartitionOperationsDoNotMatchWhenJoining
+    # (a stream-stream join there; a stream-table join co-partitions the same way)
+    builder = StreamsBuilder()
+    table = builder.stream("topic-b").repartition(
+        Repartitioned.as_("topic-b-scale-up").withNumberOfPartitions(2)).toTable()
+    builder.stream("input-topic").repartition(
+        Repartitioned.as_("input-topic-scale-up").withNumberOfPartitions(4)).join(table, lambda a, b: b).to("out")
+    with pytest.raises(TopologyException) as e:
+        builder.build()
+    assert str(e.value) == ("Invalid topology: Following topics do not have the same number of partitions: "
+                            "[{input-topic-scale-up-repartition=4, topic-b-scale-up-repartition=2}]")
+
+
+# --------------------------------------------------------------------------- ports of Kafka's operator tests
+
+INT_STR = Consumed.with_(Serdes.Integer(), Serdes.String())
+
+
+def test_kafka_KStreamFlatMapTest_testFlatMap():
+    seen = []
+    builder = StreamsBuilder()
+    builder.stream("topic", INT_STR) \
+        .flatMap(lambda k, v: [KeyValue(str(k * 10 + i), v) for i in range(k)]) \
+        .process(lambda: Recorder(seen))
+    with TopologyTestDriver(builder.build()) as d:
+        inp = d.createInputTopic("topic", startTimestamp=0)
+        for key in (0, 1, 2, 3):
+            inp.pipeInput(key, f"V{key}")
+    assert seen == [("10", "V1", 0), ("20", "V2", 0), ("21", "V2", 0), ("30", "V3", 0), ("31", "V3", 0),
+                    ("32", "V3", 0)]
+
+
+def test_kafka_KStreamFlatMapValuesTest_testFlatMapValues():
+    seen = []
+    builder = StreamsBuilder()
+    builder.stream("topic", Consumed.with_(Serdes.Integer(), Serdes.Integer())) \
+        .flatMapValues(lambda v: [f"v{v}", f"V{v}"]).process(lambda: Recorder(seen))
+    with TopologyTestDriver(builder.build()) as d:
+        inp = d.createInputTopic("topic")
+        for key in (0, 1, 2, 3):
+            inp.pipeInput(key, key, 0)
+    assert seen == [(0, "v0", 0), (0, "V0", 0), (1, "v1", 0), (1, "V1", 0), (2, "v2", 0), (2, "V2", 0),
+                    (3, "v3", 0), (3, "V3", 0)]
+
+
+def _splitDriver(builder, outputs):
+    with TopologyTestDriver(builder.build()) as d:
+        inp = d.createInputTopic("topic")
+        for key in (-1, 0, 1, 2, 3, 4, 5, 6, 7):
+            inp.pipeInput(key, f"V{key}")
+        return {t: d.createOutputTopic(t, Serdes.Integer(), Serdes.String()).readValuesToList() for t in outputs}
+
+
+def test_kafka_KStreamSplitTest_testKStreamSplit_and_testResultingMap():
+    from kspark import Branched
+
+    isEven = lambda k, v: k % 2 == 0  # noqa: E731
+    builder = StreamsBuilder()
+    source = builder.stream("topic", INT_STR)
+    produced = Produced.with_(Serdes.Integer(), Serdes.String())
+    branches = (source.split()
+                .branch(isEven, Branched.withConsumer(lambda ks: ks.to("x2", produced)))
+                .branch(lambda k, v: k % 3 == 0, Branched.withConsumer(lambda ks: ks.to("x3", produced)))
+                .branch(lambda k, v: k % 5 == 0, Branched.withConsumer(lambda ks: ks.to("x5", produced)))
+                .noDefaultBranch())
+    assert branches == {}
+    assert _splitDriver(builder, ["x2", "x3", "x5"]) == {"x2": ["V0", "V2", "V4", "V6"], "x3": ["V3"], "x5": ["V5"]}
+
+    builder = StreamsBuilder()
+    branches = (builder.stream("topic", INT_STR).split(Named.as_("foo-"))
+                .branch(isEven, Branched.as_("bar"))
+                .branch(lambda k, v: k % 3 == 0, Branched.withConsumer(lambda ks: None))
+                .branch(lambda k, v: k % 5 == 0, Branched.withFunction(lambda ks: None))
+                .branch(lambda k, v: k < 0, Branched.withFunction(lambda ks: ks))
+                .branch(lambda k, v: k % 7 == 0)
+                .defaultBranch())
+    assert sorted(branches) == ["foo-0", "foo-4", "foo-5", "foo-bar"]
+    for name, stream in branches.items():
+        stream.to(name, produced)
+    assert _splitDriver(builder, ["foo-bar", "foo-4", "foo-5", "foo-0"]) == {
+        "foo-bar": ["V0", "V2", "V4", "V6"], "foo-4": ["V-1"], "foo-5": ["V7"], "foo-0": ["V1"]}
+
+
+def test_kafka_KStreamSplitTest_testBranchingWithNoTerminalOperation():
+    from kspark import Branched
+
+    builder = StreamsBuilder()
+    produced = Produced.with_(Serdes.Integer(), Serdes.String())
+    builder.stream("topic", INT_STR).split() \
+        .branch(lambda k, v: k % 2 == 0, Branched.withConsumer(lambda ks: ks.to("output", produced))) \
+        .branch(lambda k, v: k % 5 == 0, Branched.withConsumer(lambda ks: ks.to("output", produced)))
+    assert _splitDriver(builder, ["output"]) == {"output": ["V0", "V2", "V4", "V5", "V6"]}
+
+
+def test_kafka_KStreamPrintTest_testPrintStreamWithProvidedKeyValueMapper(tmp_path):
+    from kspark import Printed
+
+    path = tmp_path / "out.txt"
+    builder = StreamsBuilder()
+    builder.stream("topic", INT_STR).print(
+        Printed.toFile(str(path)).withLabel("test-stream").withKeyValueMapper(lambda k, v: f"{k}, {v}"))
+    with TopologyTestDriver(builder.build()) as d:
+        inp = d.createInputTopic("topic")
+        for k, v in [(0, "zero"), (1, "one"), (2, "two"), (3, "three")]:
+            inp.pipeInput(k, v, 0)
+    assert path.read_text().splitlines() == [
+        "[test-stream]: 0, zero", "[test-stream]: 1, one", "[test-stream]: 2, two", "[test-stream]: 3, three"]

@@ -142,4 +142,18 @@ class StreamsBuilder:
             )
             log.info("Repartitioning by key before %s (stores %s, key changed by %s): topic %s",
                      processorName, list(stores), changer, topic)
+        self._validateCopartition()
         return self._topology
+
+    def _validateCopartition(self) -> None:
+        """Kafka ``InternalTopologyBuilder.validateCopartition`` (run by ``build()``): a
+        co-partition group made only of repartition topics with enforced partition counts must
+        agree on the count (rule RP-5)."""
+        from ..errors import TopologyException
+        from ..topology._copartition import _javaMap
+
+        internal = self._topology.internalTopics()
+        for group in self._topology.copartitionGroups():
+            counts = {t: internal[t] for t in group if internal.get(t) is not None}
+            if counts and set(counts) == group and len(set(counts.values())) > 1:
+                raise TopologyException(f"Following topics do not have the same number of partitions: [{_javaMap(counts)}]")
