@@ -780,3 +780,23 @@ def test_kafka_KStreamPrintTest_testPrintStreamWithProvidedKeyValueMapper(tmp_pa
             inp.pipeInput(k, v, 0)
     assert path.read_text().splitlines() == [
         "[test-stream]: 0, zero", "[test-stream]: 1, one", "[test-stream]: 2, two", "[test-stream]: 3, three"]
+
+
+def test_merge_task_of_a_partition_only_one_topic_has_reads_that_topic_alone():
+    # Kafka: with topics of 2 and 3 partitions in one sub-topology, task 0_2 reads b-2 only; a
+    # queue for the missing a-2 (lag unknown forever) would stall it (seen on Spark).
+    from kspark.runtime.record_queue import RawRecord
+    from kspark.runtime.stream_task import StreamTask
+
+    builder = StreamsBuilder()
+    builder.stream("a").merge(builder.stream("b")).to("out")
+    topology = builder.build()
+    [sub] = topology.subtopologies()
+    counts = {"a": 2, "b": 3, "out": 1}
+    task = StreamTask("0_2", sub, topology.storeBuilders(), StreamsConfig({"application.id": "m"}), 2,
+                      lambda t: t, lambda t: counts[t])
+    assert sorted(task.queueOf) == ["b"]
+    task.initialize()
+    task.addRecords("b", [RawRecord(0, 7, b'"k"', b"1", ())], lag=None)
+    assert task.processAll(0) == 1
+    assert [(r.topic, r.timestamp) for r in task.drainProduced()] == [("out", 7)]
