@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from kspark import (
-    Consumed, Grouped, KeyValue, Materialized, Named, Produced, Repartitioned, Serdes, Stores, StreamsBuilder,
+    Branched, Consumed, Grouped, KeyValue, Materialized, Named, Produced, Repartitioned, Serdes, Stores, StreamsBuilder,
     StreamsConfig, TimeWindows, TopologyException,
 )
 from kspark.processor import ContextualProcessor
@@ -252,8 +252,6 @@ def test_stream_table_join_with_kstream_to_ktable_describe():
 
 def test_split_uses_kafka_names_for_splitter_and_branches():
     # Kafka StreamsBuilderTest.shouldUseSpecifiedNameForSplitOperation
-    from kspark.dsl import Branched
-
     builder = StreamsBuilder()
     builder.stream("topic").split(Named.as_("branch-processor")) \
         .branch(lambda k, v: True, Branched.as_("-1")).branch(lambda k, v: False, Branched.as_("-2"))
@@ -475,8 +473,6 @@ def test_merge_forwards_records_of_both_streams_in_processing_order():
 
 
 def test_split_first_matching_branch_wins_default_and_chains():
-    from kspark.dsl import Branched
-
     builder = StreamsBuilder()
     consumed = []
     branches = (builder.stream("in").split(Named.as_("s-"))
@@ -617,7 +613,7 @@ def test_stateful_process_after_key_change_repartitions_with_the_flag(where, cap
     with caplog.at_level(logging.WARNING, logger="kspark.dsl"):
         topology = builder.build(flag if where == "build" else None)
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]
-    topic = "KSTREAM-PROCESSOR-0000000002-repartition"
+    topic = "KSTREAM-PROCESSOR-0000000002-stores-repartition"
     assert topology.internalTopics() == {topic: None}
     assert str(topology.describe()) == (
         "Topologies:\n"
@@ -727,8 +723,6 @@ def _splitDriver(builder, outputs):
 
 
 def test_kafka_KStreamSplitTest_testKStreamSplit_and_testResultingMap():
-    from kspark import Branched
-
     isEven = lambda k, v: k % 2 == 0  # noqa: E731
     builder = StreamsBuilder()
     source = builder.stream("topic", INT_STR)
@@ -757,8 +751,6 @@ def test_kafka_KStreamSplitTest_testKStreamSplit_and_testResultingMap():
 
 
 def test_kafka_KStreamSplitTest_testBranchingWithNoTerminalOperation():
-    from kspark import Branched
-
     builder = StreamsBuilder()
     produced = Produced.with_(Serdes.Integer(), Serdes.String())
     builder.stream("topic", INT_STR).split() \
@@ -800,3 +792,41 @@ def test_merge_task_of_a_partition_only_one_topic_has_reads_that_topic_alone():
     task.addRecords("b", [RawRecord(0, 7, b'"k"', b"1", ())], lag=None)
     assert task.processAll(0) == 1
     assert [(r.topic, r.timestamp) for r in task.drainProduced()] == [("out", 7)]
+
+
+def test_given_names_still_burn_a_counter_value_as_in_kafka():
+    # Kafka NamedInternal.orElseGenerateWithPrefix: filter(named) burns 1, so the sink is 0000000002
+    builder = StreamsBuilder()
+    builder.stream("in").filter(lambda k, v: True, Named.as_("f")).split(Named.as_("s")) \
+        .branch(lambda k, v: True, Branched.as_("x"))
+    builder.stream("in2").to("out")
+    names = [n.name for s in builder.build().subtopologies() for n in s.nodes]
+    assert names == ["KSTREAM-SOURCE-0000000000", "f", "s", "sx", "KSTREAM-SOURCE-0000000004", "KSTREAM-SINK-0000000005"]
+
+
+def test_rp2_flag_inserted_repartition_keeps_null_keys_for_a_downstream_left_join():
+    builder = StreamsBuilder({StreamsConfig.REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG: True})
+    builder.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("seen")))
+    table = builder.table("tbl")
+
+    class Count(ContextualProcessor):
+        def init(self, context):
+            super().init(context)
+            self.store = context.getStateStore("seen")
+
+        def process(self, record):
+            n = (self.store.get(str(record.key())) or 0) + 1
+            self.store.put(str(record.key()), n)
+            self.context().forward(record.withValue(n))
+
+    (builder.stream("in").selectKey(lambda k, v: v).process(Count, "seen")
+     .leftJoin(table, lambda n, t: f"{n}/{t}").to("out"))
+    with TopologyTestDriver(builder.build()) as d:
+        d.createInputTopic("tbl").pipeInput("A", "tA", 0)
+        inp = d.createInputTopic("in")
+        inp.pipeInput("x", "A", 1)
+        inp.pipeInput("y", None, 2)
+        inp.pipeInput("z", "A", 3)
+        # process() re-keys (RP-1): the left join repartitions again; null keys pass both topics
+        assert d.createOutputTopic("out").readRecordsToList() == [
+            TestRecord("A", "1/tA", 1), TestRecord(None, "1/None", 2), TestRecord("A", "2/tA", 3)]

@@ -74,7 +74,7 @@ class BranchedKStream:
 
         builder = source._builder
         self._source = source
-        self._splitterName = nameOf(named) or builder._newProcessorName("KSTREAM-BRANCH-")
+        self._splitterName = builder._nameOrGenerate(nameOf(named), "KSTREAM-BRANCH-")
         self._predicates: list = []
         self._childNames: list[str] = []
         self._outputs: dict[str, "KStream"] = {}

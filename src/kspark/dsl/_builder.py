@@ -113,7 +113,7 @@ class StreamsBuilder:
         builder's ``topologyConfig``.
         For every ``process``/``processValues`` with state stores whose input key was changed
         upstream without a repartition, this logs a WARNING (flag false, Kafka's topology kept)
-        or inserts a repartition topic ``<processor>-repartition`` right before the processor
+        or inserts a repartition topic ``<processor>-stores-repartition`` right before the processor
         (flag true), so records with the same key meet the same store.
         """
         from ..config import StreamsConfig
@@ -132,12 +132,12 @@ class StreamsBuilder:
                     processorName, list(stores), changer, key,
                 )
                 continue
-            topic = f"{processorName}-repartition"
+            topic = f"{processorName}-stores-repartition"
             filterName = f"{topic}-filter"
             topology = self._topology
+            policy = topology._repartitionFilter(filterName)
             topology._insertRepartitionBefore(
-                processorName, topic, filterName,
-                lambda f=filterName: RepartitionNullKeyFilter(not topology._relaxedJoinDownstream(f)),
+                processorName, topic, filterName, lambda policy=policy: RepartitionNullKeyFilter(policy),
                 f"{topic}-sink", f"{topic}-source",
             )
             log.info("Repartitioning by key before %s (stores %s, key changed by %s): topic %s",

@@ -151,8 +151,8 @@ class KStream:
         topology._addInternalTopic(topic, repartitioned.numberOfPartitions)
         # RP-2: null keys are dropped unless a relaxed (left) join is downstream; decided when the
         # task is built, as Kafka's InternalStreamsBuilder.rewriteRepartitionNodes does at build()
-        topology.addProcessor(
-            filterName, lambda: RepartitionNullKeyFilter(not topology._relaxedJoinDownstream(filterName)), self._name)
+        policy = topology._repartitionFilter(filterName)
+        topology.addProcessor(filterName, lambda: RepartitionNullKeyFilter(policy), self._name)
         topology.addSink(
             sinkName, topic, filterName, keySerde=repartitioned.keySerde, valueSerde=repartitioned.valueSerde,
             partitioner=repartitioned.partitioner,

@@ -69,6 +69,12 @@ class Subtopology:
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
+class _NullKeyPolicy:
+    """Whether a repartition filter drops null keys (rule RP-2); shared with its processors."""
+
+    dropNullKeys = True
+
+
 class Topology:
     """A processing graph of sources, processors, stores and sinks (Kafka ``Topology``).
 
@@ -82,7 +88,8 @@ class Topology:
         self._internalTopics: dict[str, int | None] = {}  # raw name -> enforced partition count
         self._copartitionGroups: list[set[str]] = []
         self._children: dict[str, list[str]] = {}
-        self._relaxedNullKeyJoins: set[str] = set()
+        self._nullKeyPolicies: dict[str, _NullKeyPolicy] = {}
+        self._relaxedJoins: list[str] = []
 
     # ------------------------------------------------------------------ building
     def addSource(
@@ -171,28 +178,31 @@ class Topology:
     def _copartition(self, topics: set[str]) -> None:
         self._copartitionGroups.append(set(topics))
 
+    def _repartitionFilter(self, filterName: str) -> "_NullKeyPolicy":
+        """The null-key policy of a repartition topic's filter node (rule RP-2): drops null keys
+        until a relaxed join is added downstream."""
+        policy = self._nullKeyPolicies[filterName] = _NullKeyPolicy()
+        return policy
+
     def _markRelaxedNullKeyJoin(self, name: str) -> None:
         """``name`` is a join that accepts null keys (KIP-962 left joins; Kafka's
-        ``GraphNode.Label.NULL_KEY_RELAXED_JOIN``)."""
-        self._relaxedNullKeyJoins.add(name)
-
-    def _relaxedJoinDownstream(self, name: str) -> bool:
-        """Whether a relaxed join is reachable from ``name``, following repartition topics from
-        their sinks to the sources reading them (Kafka ``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        ``NULL_KEY_RELAXED_JOIN`` label): every repartition filter upstream of it, across
+        repartition topics, lets null keys through (Kafka ``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        if name not in self._relaxedJoins:
+            self._relaxedJoins.append(name)
         seen, todo = set(), [name]
         while todo:
             node = todo.pop()
             if node in seen:
                 continue
             seen.add(node)
-            if node in self._relaxedNullKeyJoins:
-                return True
-            todo.extend(self._children.get(node, ()))
-            spec = self._nodes.get(node)
-            if isinstance(spec, SinkNodeSpec) and spec.topic in self._internalTopics:
+            if node in self._nullKeyPolicies:
+                self._nullKeyPolicies[node].dropNullKeys = False
+            spec = self._nodes[node]
+            todo.extend(getattr(spec, "parents", ()))
+            if isinstance(spec, SourceNodeSpec):
                 todo.extend(n.name for n in self._nodes.values()
-                            if isinstance(n, SourceNodeSpec) and spec.topic in n.topics)
-        return False
+                            if isinstance(n, SinkNodeSpec) and n.topic in spec.topics and n.topic in self._internalTopics)
 
     def _insertRepartitionBefore(self, nodeName: str, topic: str, filterName: str, filterSupplier,
                                  sinkName: str, sourceName: str) -> None:
@@ -221,6 +231,8 @@ class Topology:
                 reordered.update((n.name, n) for n in new)
             reordered[name] = spec
         self._nodes = reordered
+        for join in self._relaxedJoins:  # the new filter may sit upstream of a relaxed join
+            self._markRelaxedNullKeyJoin(join)
 
     # ------------------------------------------------------------------ queries
     def children(self, name: str) -> list[str]:

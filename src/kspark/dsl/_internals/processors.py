@@ -90,11 +90,11 @@ class KStreamPeek(ContextualProcessor):
 class RepartitionNullKeyFilter(ContextualProcessor):
     """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition.
 
-    ``dropNullKeys=False`` when a relaxed (left) join is downstream (KIP-962): null keys pass.
+    ``policy.dropNullKeys`` is False when a relaxed (left) join is downstream (KIP-962): null keys pass.
     """
 
-    def __init__(self, dropNullKeys: bool = True) -> None:
-        self.dropNullKeys = dropNullKeys
+    def __init__(self, policy=None) -> None:
+        self.dropNullKeys = True if policy is None else policy.dropNullKeys
 
     def process(self, record: Record) -> None:
         if self.dropNullKeys and record.key() is None:
