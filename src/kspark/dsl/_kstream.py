@@ -149,8 +149,8 @@ class KStream:
         if not re.fullmatch(r"KSTREAM.*-[0-9]{10}", prefix):
             sinkName, filterName, sourceName = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
         topology._addInternalTopic(topic, repartitioned.numberOfPartitions)
-        # RP-2: null keys are dropped unless a relaxed (left) join is downstream; decided when the
-        # task is built, as Kafka's InternalStreamsBuilder.rewriteRepartitionNodes does at build()
+        # RP-2: null keys are dropped unless a relaxed (left) join is added downstream later
+        # (Topology._markRelaxedNullKeyJoin; Kafka InternalStreamsBuilder.rewriteRepartitionNodes)
         policy = topology._repartitionFilter(filterName)
         topology.addProcessor(filterName, lambda: RepartitionNullKeyFilter(policy), self._name)
         topology.addSink(
@@ -228,8 +228,6 @@ class KStream:
             topology._markRelaxedNullKeyJoin(name)  # KIP-962 (RP-2)
         topology._copartition(stream._sourceTopics | table._sourceTopics)
         return KStream(self._builder, name, stream._sourceTopics, repartitionRequired=False)
-
-
 
     # ------------------------------------------------------------------ repartition helpers (RP-1..RP-3)
     def _repartitionForJoin(self, joinName: str | None) -> "KStream":
