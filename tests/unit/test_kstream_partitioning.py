@@ -830,3 +830,35 @@ def test_rp2_flag_inserted_repartition_keeps_null_keys_for_a_downstream_left_joi
         # process() re-keys (RP-1): the left join repartitions again; null keys pass both topics
         assert d.createOutputTopic("out").readRecordsToList() == [
             TestRecord("A", "1/tA", 1), TestRecord(None, "1/None", 2), TestRecord("A", "2/tA", 3)]
+
+
+def test_rp5_reused_join_repartition_topic_is_not_checked_against_the_second_table_as_in_kafka(caplog):
+    # Kafka: the second join's co-partition group holds a source node that is never added, so only
+    # topic3 is in it; kspark starts the same topology and warns at build time.
+    builder = StreamsBuilder()
+    rekeyed = builder.stream("topic").map(lambda k, v: KeyValue(v, k))
+    tableB, tableC = builder.table("topic2"), builder.table("topic3")
+    rekeyed.join(tableB, lambda a, b: a).to("out-one")
+    with caplog.at_level(logging.WARNING, logger="kspark.dsl"):
+        rekeyed.join(tableC, lambda a, b: a).to("out-two")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Join KSTREAM-JOIN-0000000016 reuses repartition topic KSTREAM-MAP-0000000001-repartition of an earlier join "
+        "of KSTREAM-MAP-0000000001; as in Kafka Streams it is not checked for co-partitioning with ['topic3']. "
+        "Name the join (Joined/Named) to get its own repartition topic."]
+    topology = builder.build()
+    assert [sorted(g) for g in topology.copartitionGroups()] == [
+        ["KSTREAM-MAP-0000000001-repartition", "topic2"], ["topic3"]]
+    counts = resolvePartitionCounts(topology, {"topic": 4, "topic2": 2, "topic3": 3, "out-one": 1, "out-two": 1})
+    assert counts["KSTREAM-MAP-0000000001-repartition"] == 2
+
+
+def test_rp5_copartition_groups_sharing_a_topic_are_merged_as_in_kafka():
+    builder = StreamsBuilder()
+    table = builder.table("t")
+    s = builder.stream("s")
+    s.join(table, lambda a, b: a).to("o1")
+    builder.stream("u").join(table, lambda a, b: a).to("o2")
+    topology = builder.build()
+    assert [sorted(g) for g in topology.copartitionGroups()] == [["s", "t", "u"]]
+    with pytest.raises(TopologyException, match=r"Topics not co-partitioned: \[\{s=2, t=2, u=3\}\]"):
+        resolvePartitionCounts(topology, {"t": 2, "s": 2, "u": 3, "o1": 1, "o2": 1})

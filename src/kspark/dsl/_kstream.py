@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from ._printed import Printed
 
 __all__ = ["KStream"]
+
+log = logging.getLogger("kspark.dsl")
 
 
 class KStream:
@@ -217,6 +220,8 @@ class KStream:
         n = arity(joiner)
         if n not in (2, 3):
             raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
+        reused = (self._repartitionRequired and self._joinRepartition is not None
+                  and (nameOf(joined) or self._name) == self._name)
         stream = self._repartitionForJoin(nameOf(joined)) if self._repartitionRequired else self
         name = self._builder._nameOrGenerate(nameOf(joined), "KSTREAM-LEFTJOIN-" if leftJoin else "KSTREAM-JOIN-")
         storeName = table._storeName
@@ -226,7 +231,19 @@ class KStream:
         topology.connectProcessorAndStateStores(name, storeName)
         if leftJoin:
             topology._markRelaxedNullKeyJoin(name)  # KIP-962 (RP-2)
-        topology._copartition(stream._sourceTopics | table._sourceTopics)
+        if reused:
+            # Kafka: the reusing join's co-partition group names a source node that is never added
+            # (KStreamImpl.repartitionForJoin), so only the table's topics are in it and the reused
+            # repartition topic is not checked against this table. Same here, said out loud.
+            [topic] = stream._sourceTopics
+            log.warning(
+                "Join %s reuses repartition topic %s of an earlier join of %s; as in Kafka Streams it is not checked "
+                "for co-partitioning with %s. Name the join (Joined/Named) to get its own repartition topic.",
+                name, topic, self._name, sorted(table._sourceTopics),
+            )
+            topology._copartition(table._sourceTopics)
+        else:
+            topology._copartition(stream._sourceTopics | table._sourceTopics)
         return KStream(self._builder, name, stream._sourceTopics, repartitionRequired=False)
 
     # ------------------------------------------------------------------ repartition helpers (RP-1..RP-3)

@@ -246,8 +246,23 @@ class Topology:
         return dict(self._internalTopics)
 
     def copartitionGroups(self) -> list[set[str]]:
-        """Sets of raw source topic names that must have the same partition count (rule J-6)."""
-        return [set(g) for g in self._copartitionGroups]
+        """Sets of raw source topic names that must have the same partition count (rule J-6).
+
+        Groups sharing a topic are merged as Kafka's ``InternalTopologyBuilder.copartitionGroups``
+        does: each registered group joins the group of its first already-seen topic.
+        """
+        groupOf: dict[str, set[str]] = {}
+        merged: list[set[str]] = []
+        for topics in self._copartitionGroups:
+            group = next((groupOf[t] for t in topics if t in groupOf), None)
+            if group is None:
+                group = set()
+                merged.append(group)
+            group.update(topics)
+            for t in topics:
+                groupOf[t] = group
+        unique = {id(g): g for g in groupOf.values()}
+        return [set(g) for g in merged if id(g) in unique]
 
     def sourceTopics(self) -> list[str]:
         return [t for n in self._nodes.values() if isinstance(n, SourceNodeSpec) for t in n.topics]
