@@ -21,7 +21,9 @@ class StreamsBuilder:
     """Builds a ``Topology`` with the DSL (Kafka ``StreamsBuilder``).
 
     Generated names follow Kafka's: ``KSTREAM-SOURCE-0000000000``, ``KSTREAM-FILTER-0000000001``,
-    one counter shared by processors and stores.
+    one counter shared by processors and stores; an operation given a name still uses up its
+    counter value where Kafka's does (``NamedInternal.orElseGenerateWithPrefix``), so the
+    generated names around it, repartition topics included, are the same as in Kafka.
     """
 
     def __init__(self, topologyConfig: Any = None) -> None:
