@@ -98,7 +98,6 @@ class KGroupedStream:
         if stream._repartitionRequired:
             stream = self._repartitioned(storeName)
         topology = builder._topology
-        topology.addProcessor(name, lambda: processor(storeName), stream._name)
         if storeBuilder is None:
             builderOfStore = Stores.timestampedKeyValueStoreBuilder(
                 Stores.persistentKeyValueStore(storeName),
@@ -106,8 +105,12 @@ class KGroupedStream:
             )
         else:
             builderOfStore = storeBuilder(storeName)
+        from ._internals.ktable_processors import MaterializedTableSupplier
+
+        supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
+        topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
-        return KTable(builder, name, storeName, stream._sourceTopics)
+        return KTable(builder, name, storeName, stream._sourceTopics, supplier, materialized.storeName)
 
 
 class TimeWindowedKStream:

@@ -224,11 +224,11 @@ class KStream:
                   and (nameOf(joined) or self._name) == self._name)
         stream = self._repartitionForJoin(nameOf(joined)) if self._repartitionRequired else self
         name = self._builder._nameOrGenerate(nameOf(joined), "KSTREAM-LEFTJOIN-" if leftJoin else "KSTREAM-JOIN-")
-        storeName = table._storeName
+        view = table._valueGetterSupplier()  # a filtered / mapped table is read through its parent's store
         withKey = n == 3
         topology = self._builder._topology
-        topology.addProcessor(name, lambda: KStreamKTableJoin(storeName, joiner, withKey, leftJoin), stream._name)
-        topology.connectProcessorAndStateStores(name, storeName)
+        topology.addProcessor(name, lambda: KStreamKTableJoin(None, joiner, withKey, leftJoin, view.get()), stream._name)
+        topology.connectProcessorAndStateStores(name, *view.storeNames())
         if leftJoin:
             topology._markRelaxedNullKeyJoin(name)  # KIP-962 (RP-2)
         if reused:
