@@ -862,3 +862,18 @@ def test_rp5_copartition_groups_sharing_a_topic_are_merged_as_in_kafka():
     assert [sorted(g) for g in topology.copartitionGroups()] == [["s", "t", "u"]]
     with pytest.raises(TopologyException, match=r"Topics not co-partitioned: \[\{s=2, t=2, u=3\}\]"):
         resolvePartitionCounts(topology, {"t": 2, "s": 2, "u": 3, "o1": 1, "o2": 1})
+
+
+def test_named_ktable_operations_burn_counter_values_as_in_kafka():
+    # Kafka StreamsBuilderTest.shouldUseSpecifiedNameForToStream / ...ForAggregateOperationGivenTable
+    builder = StreamsBuilder()
+    builder.table("topic").toStream(Named.as_("to-stream"))
+    assert [n.name for s in builder.build().subtopologies() for n in s.nodes] == [
+        "KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002", "to-stream"]
+
+    builder = StreamsBuilder()
+    builder.table("topic").groupBy(lambda k, v: KeyValue(k, v), Grouped.as_("group-operation")).count(Named.as_("op"))
+    topology = builder.build()
+    assert sorted(topology.storeBuilders()) == ["KTABLE-AGGREGATE-STATE-STORE-0000000004", "topic-STATE-STORE-0000000000"]
+    assert sorted(n.name for s in topology.subtopologies() for n in s.nodes) == sorted([
+        "KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002", "group-operation", "op-sink", "op-source", "op"])
