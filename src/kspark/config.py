@@ -44,7 +44,9 @@ class StreamsConfig:
     REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG = "kspark.repartition.before.stateful.process"
     """kspark's addition: ``true`` makes ``StreamsBuilder.build()`` insert a repartition topic in
     front of a ``process``/``processValues`` with state stores whose input key was changed
-    upstream; ``false`` (default, Kafka's behaviour) only logs a WARNING."""
+    upstream; ``false`` (default, Kafka's behaviour) only logs a WARNING. Read by
+    ``StreamsBuilder(config)`` and ``StreamsBuilder.build(config)`` (it shapes the topology, like
+    Kafka's ``TopologyConfig``); in the ``KafkaStreams`` config it has no effect."""
 
     _DEFAULTS: dict[str, Any] = {
         APPLICATION_ID_CONFIG: None,
