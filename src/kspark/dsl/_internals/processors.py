@@ -8,6 +8,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
+from .cache import RecordCache
 
 log = logging.getLogger("kspark.dsl")
 
@@ -163,39 +164,6 @@ class KStreamKTableJoin(ContextualProcessor):
             self.context().forward(record.withValue(joined))
 
 
-class _ForwardingCache:
-    """The DSL's record cache in front of an aggregation's downstream (Kafka ``CachingSessionStore``
-    / ``TimestampedTupleForwarder``, rules SA-10, E-5).
-
-    Enabled when the store has caching on (the DSL default) and ``statestore.cache.max.bytes`` > 0:
-    updates are held per key until the task commits (after every record in TopologyTestDriver,
-    once per micro-batch on Spark), then forwarded in the order of each key's last update with its
-    latest value; a key created and removed between two commits forwards nothing. Disabled, every
-    update is forwarded at once. Size-based eviction before a commit is not modelled.
-    """
-
-    def __init__(self, processor, enabled: bool) -> None:
-        self.processor, self.enabled = processor, enabled
-        self.dirty: dict = {}
-        if enabled:
-            processor.context().registerCommitCallback(self.flush)
-
-    def forward(self, record: Record, existedInStore: bool) -> None:
-        if not self.enabled:
-            self.processor.context().forward(record)
-            return
-        key = record.key()
-        previous = self.dirty.pop(key, None)
-        self.dirty[key] = (record, existedInStore if previous is None else previous[1])
-
-    def flush(self) -> None:
-        entries, self.dirty = self.dirty, {}
-        for record, existed in entries.values():
-            if record.value().newValue is None and not existed:
-                continue
-            self.processor.context().forward(record)
-
-
 class KStreamAggregate(ContextualProcessor):
     """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
 
@@ -211,7 +179,7 @@ class KStreamAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -248,7 +216,7 @@ class KStreamWindowAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "window")
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -308,7 +276,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "session")
 
     def process(self, record: Record) -> None:
         closeTime = self._aggregate(record)
@@ -357,6 +325,8 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             )
             self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                    "expired window")
+            for session in merged:  # the lookup read them through the cache: now most recently used
+                self.cache.touch(session.key)
             return closeTime
         if (start, end) != (ts, ts):
             for session in merged:
@@ -411,3 +381,6 @@ class KTableSuppress(ContextualProcessor):
             del buffer[k]
             if value.newValue is not None:  # safeToDropTombstones
                 self.context().forward(Record(k, value, timestamp, headers))
+
+
+_ForwardingCache = RecordCache  # the former name, for modules written against it
