@@ -199,19 +199,29 @@ class KStreamAggregate(ContextualProcessor):
 
 
 class KStreamWindowAggregate(ContextualProcessor):
-    """Time-window aggregation (Kafka ``KStreamWindowAggregate``, emit on window update).
+    """Time-window aggregation (Kafka ``KStreamWindowAggregate``).
 
     Null keys are skipped and counted. The processor's stream time is the max timestamp it has
     seen; for each window containing the record, if ``window.end > streamTime - grace`` the
     aggregate is updated (timestamp = max of contributing timestamps, rule T-18) and
     ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
     dropped for that window and counted ("Skipping record for expired window").
+
+    ``emitFinal`` (``EmitStrategy.onWindowClose()``, KIP-825): no update is forwarded; after
+    every non-null-key record, when the close time ``streamTime - grace`` has advanced past the
+    last emission, every window (all keys) starting in ``[lower, closeTime - size]`` is forwarded
+    once, by start then key, with its aggregate's timestamp and the current record's headers;
+    ``lower`` is 0 the first time, then ``max(0, lastCloseTime - size) + 1``; nothing is fetched
+    (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
+    The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
     """
 
-    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
+    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False,
+                 emitFinal: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
-        self.caching = caching
+        self.emitFinal = emitFinal
+        self.caching = caching and not emitFinal  # emit-final forwards without the cache's flush listener
 
     def init(self, context) -> None:
         super().init(context)
@@ -249,7 +259,27 @@ class KStreamWindowAggregate(ContextualProcessor):
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
-            self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()), old is not None)
+            if not self.emitFinal:
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()),
+                                   old is not None)
+        if self.emitFinal:
+            self._maybeForwardFinalResult(record, closeTime)
+
+    def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
+        """KIP-825 for time windows (``AbstractKStreamTimeWindowAggregateProcessor``)."""
+        meta, size = self.meta, self.windows.size()
+        last = meta.setdefault("lastEmitWindowCloseTime", -1)
+        if not (last == -1 or last < closeTime):
+            return
+        upper = closeTime - size
+        if upper < 0:
+            return
+        lower = 0 if last == -1 else max(0, last - size) + 1
+        if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
+            return  # no new window closed since the last emission
+        for kv in self.store._fetchAllTimeFirst(lower, upper):
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+        meta["lastEmitWindowCloseTime"] = closeTime
 
 
 class KStreamSessionWindowAggregate(ContextualProcessor):
