@@ -92,9 +92,22 @@ class RecordCache:
             context = processor.context()
             self.task = taskCache(context)
             self.store, self.schema = store, schema
+            self._keyLens: dict = {}
+            # a Long serde always writes 8 bytes: counts need no serializing to be sized
+            self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
             context.registerCommitCallback(self.flush)
 
     # -- size accounting (LRUNode.size)
+    def _keyLen(self, key) -> int:
+        """Serialized length of a (non-windowed) key, memoised: keys repeat."""
+        keyLens = self._keyLens
+        n = keyLens.get(key)
+        if n is None:
+            if len(keyLens) > 100_000:
+                keyLens.clear()
+            n = keyLens[key] = len(self.store._keyBytes(key))
+        return n
+
     def _sizeOf(self, record) -> int:
         store = self.store
         key, newValue = record.key(), record.value().newValue
@@ -102,12 +115,12 @@ class RecordCache:
             keyLen = valueLen = 0
         else:
             if self.schema == "keyValue":
-                keyLen = len(store._keyBytes(key))
+                keyLen = self._keyLen(key)
             else:
-                keyLen = 8 + len(store._keyBytes(key.key())) + (16 if self.schema == "session" else 12)
+                keyLen = 8 + self._keyLen(key.key()) + (16 if self.schema == "session" else 12)
             valueLen = 0
             if newValue is not None:
-                valueLen = len(store._valueSerde.serialize(store.name(), newValue) or b"")
+                valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
         meta = self.processor.context().recordMetadata()
         size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
