@@ -1,5 +1,6 @@
 """Property test (issue #4): random inputs through session-window aggregations give the same
-output records in TopologyTestDriver and on Spark (rules SA-1..SA-12, SW-*, ST-6, ST-8, E-5).
+output records in TopologyTestDriver and on Spark (rules SA-1..SA-12, SW-*, ST-6, ST-8, E-5),
+and so do suppress (SU-1..SU-5) and time windows emitting on close (KIP-825) beside them.
 
 One Spark run per example serves several aggregations at once: the drawn topology sends one
 input stream into 2-4 session-windowed ``count``/``aggregate`` branches (each with its own gap,
@@ -29,7 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kspark import (Consumed, EmitStrategy, KafkaStreams, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder,
-                    WindowedSerdes)
+                    Suppressed, TimeWindows, WindowedSerdes)
 from kspark.testing import TopologyTestDriver
 from kspark.topics import LocalTopics
 
@@ -38,14 +39,19 @@ KEY_SERDE = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
 def drawCase(seed):
     """A topology spec and an input, built from one drawn seed so that even hypothesis' first,
     "simplest" example is a rich random case. Branches: (gap ms, grace ms, emit on close?,
-    caching?, "count" or "aggregate"); the first three cover emit-on-update cached and uncached
-    and emit-on-close, the fourth is free. Records: keys from a small set (so sessions merge)
+    caching?, kind); the first three cover emit-on-update cached and uncached and emit-on-close,
+    the fourth is free; three more cover suppress and time windows. Records: keys from a small set (so sessions merge)
     plus null keys; timestamps mostly advancing, with jumps back (out-of-order and late records)
     and forward (closing sessions)."""
     rnd = random.Random(seed)
     spec = [(rnd.randint(1, 30), rnd.randint(0, 20), onClose, cached, rnd.choice(["count", "aggregate"]))
             for onClose, cached in [(False, True), (False, False), (True, False),
                                     (rnd.random() < 0.5, rnd.random() < 0.5)]]
+    # the same engine's neighbours, compared record for record (uncached): session count ->
+    # suppress(untilWindowCloses); time-window count emitting on close; count ->
+    # suppress(untilTimeLimit) with a 2-record buffer that emits early
+    spec += [(rnd.randint(1, 30), rnd.randint(0, 20), False, False, kind)
+             for kind in ["suppress", "time-final", "time-limit"]]
     recs, ts = [], 100
     for i in range(rnd.randint(60, 160)):
         ts = max(0, ts + rnd.choice([0, 1, 3, 7, 15, 40, -5, -20, -60]))
@@ -57,6 +63,25 @@ def topology(spec):
     b = StreamsBuilder()
     grouped = b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
     for i, (gap, grace, onClose, cached, kind) in enumerate(spec):
+        produced = Produced.with_(keySerdeOf(spec, i), valueSerdeOf(spec, i))
+        if kind == "suppress":
+            (grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(gap, grace))
+             .count(materialized=Materialized.as_(f"s{i}").withCachingDisabled())
+             .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())).toStream().to(f"out{i}", produced))
+            continue
+        if kind == "time-final":
+            (grouped.windowedBy(TimeWindows.ofSizeAndGrace(gap, grace).advanceBy(max(1, gap // 2)))
+             .emitStrategy(EmitStrategy.onWindowClose())
+             # a longer retention than size + grace: jumps would otherwise hide windows before they
+             # close (test_time_windows.py::...stream_time_jump...), leaving little to compare
+             .count(materialized=Materialized.as_(f"s{i}").withRetention(10 * (gap + grace)))
+             .toStream().to(f"out{i}", produced))
+            continue
+        if kind == "time-limit":
+            (grouped.count(materialized=Materialized.as_(f"s{i}").withCachingDisabled())
+             .suppress(Suppressed.untilTimeLimit(gap, Suppressed.BufferConfig.maxRecords(2).emitEarlyWhenFull()))
+             .toStream().to(f"out{i}", produced))
+            continue
         windowed = grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap),
                                                                              timedelta(milliseconds=grace)))
         if onClose:
@@ -72,12 +97,19 @@ def topology(spec):
         else:
             table = windowed.aggregate(lambda: "", lambda k, v, agg: agg + "+" + v, lambda k, a, b: a + b,
                                        materialized=materialized)
-        table.toStream().to(f"out{i}", Produced.with_(KEY_SERDE, valueSerdeOf(spec, i)))
+        table.toStream().to(f"out{i}", produced)
     return b.build()
 
 
 def valueSerdeOf(spec, i):
-    return Serdes.Long() if spec[i][4] == "count" else Serdes.String()
+    return Serdes.String() if spec[i][4] == "aggregate" else Serdes.Long()
+
+
+def keySerdeOf(spec, i):
+    kind = spec[i][4]
+    if kind == "time-final":
+        return WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), spec[i][0])
+    return Serdes.String() if kind == "time-limit" else KEY_SERDE
 
 
 def onDriver(spec, recs, cacheBytes):
@@ -86,7 +118,7 @@ def onDriver(spec, recs, cacheBytes):
         for k, v, ts in recs:
             i.pipeInput(k, v, ts)
         return [[(r.key(), r.value(), r.timestamp())
-                 for r in d.createOutputTopic(f"out{n}", KEY_SERDE, valueSerdeOf(spec, n)).readRecordsToList()]
+                 for r in d.createOutputTopic(f"out{n}", keySerdeOf(spec, n), valueSerdeOf(spec, n)).readRecordsToList()]
                 for n in range(len(spec))]
 
 
@@ -109,7 +141,7 @@ def onSpark(spark, tmp, spec, recs, cacheBytes):
     for n in range(len(spec)):
         t = topics.read(f"out{n}", 0, 0, topics.endOffset(f"out{n}", 0))
         vs = valueSerdeOf(spec, n)
-        outputs.append([(KEY_SERDE.deserialize("o", k), None if v is None else vs.deserialize("o", v), ts)
+        outputs.append([(keySerdeOf(spec, n).deserialize("o", k), None if v is None else vs.deserialize("o", v), ts)
                         for k, v, ts in zip(t.column("key").to_pylist(), t.column("value").to_pylist(),
                                             t.column("timestamp").to_pylist())])
     return outputs
