@@ -8,6 +8,7 @@ from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Wi
 from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
+from ._kgrouped_table import KGroupedTable
 
-__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]

@@ -76,7 +76,6 @@ class KGroupedStream:
             )
         name = nameOf(named) or builder._newProcessorName(prefix)
         topology = builder._topology
-        topology.addProcessor(name, lambda: processor(storeName), stream._name)
         if storeBuilder is None:
             builderOfStore = Stores.timestampedKeyValueStoreBuilder(
                 Stores.persistentKeyValueStore(storeName),
@@ -84,8 +83,12 @@ class KGroupedStream:
             )
         else:
             builderOfStore = storeBuilder(storeName)
+        from ._internals.ktable_processors import MaterializedTableSupplier
+
+        supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
+        topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
-        return KTable(builder, name, storeName, stream._sourceTopics)
+        return KTable(builder, name, storeName, stream._sourceTopics, supplier, materialized.storeName)
 
 
 class TimeWindowedKStream:

@@ -186,11 +186,11 @@ class KStream:
         if self._repartitionRequired:
             stream = self._repartitionThrough(nameOf(joined) or self._name, Repartitioned())
         name = nameOf(joined) or self._builder._newProcessorName("KSTREAM-LEFTJOIN-" if leftJoin else "KSTREAM-JOIN-")
-        storeName = table._storeName
+        view = table._valueGetterSupplier()  # a filtered / mapped table is read through its parent's store
         withKey = n == 3
         topology = self._builder._topology
-        topology.addProcessor(name, lambda: KStreamKTableJoin(storeName, joiner, withKey, leftJoin), stream._name)
-        topology.connectProcessorAndStateStores(name, storeName)
+        topology.addProcessor(name, lambda: KStreamKTableJoin(None, joiner, withKey, leftJoin, view.get()), stream._name)
+        topology.connectProcessorAndStateStores(name, *view.storeNames())
         topology._copartition(stream._sourceTopics | table._sourceTopics)
         return KStream(self._builder, name, stream._sourceTopics, repartitionRequired=False)
 

@@ -140,6 +140,15 @@ class _Context(ProcessorContext):
         return self._task.metrics
 
 
+def _serde(serde, default):
+    """The node's serde, or the default one; a wrapping serde (a groupBy repartition topic's
+    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``)."""
+    if serde is None:
+        return default
+    withDefault = getattr(serde, "withDefault", None)
+    return serde if withDefault is None else withDefault(default)
+
+
 class StreamTask:
     """One task: a sub-topology instance for one input partition number (Kafka ``StreamTask``).
 
@@ -207,7 +216,7 @@ class StreamTask:
                     physical = topicName(topic)
                     q = RecordQueue(
                         physical, partition,
-                        spec.keySerde or defaultKey, spec.valueSerde or defaultValue,
+                        _serde(spec.keySerde, defaultKey), _serde(spec.valueSerde, defaultValue),
                         spec.timestampExtractor or config.defaultTimestampExtractor(),
                         self.metrics, taskId, spec.name,
                     )
@@ -321,8 +330,8 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
-        keySerde = spec.keySerde or defaultKey
-        valueSerde = spec.valueSerde or defaultValue
+        keySerde = _serde(spec.keySerde, defaultKey)
+        valueSerde = _serde(spec.valueSerde, defaultValue)
         partitioner = spec.partitioner
         produced = self.produced
         counters = self.metrics.counters

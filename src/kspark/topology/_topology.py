@@ -268,7 +268,8 @@ class TopologyDescription:
 
         lines = ["Topologies:"]
         for sub in t.subtopologies():
-            lines.append(f"   Sub-topology: {sub.id}")
+            # Kafka: "Topologies:\n " then "  " + each sub-topology, so only the first has 3 spaces
+            lines.append(f"{'   ' if sub.id == 0 else '  '}Sub-topology: {sub.id}")
             # Kafka's NODE_COMPARATOR: larger sub-tree first, then by name
             for n in sorted(sub.nodes, key=lambda n: (-subtreeSize(n.name), n.name)):
                 children = t._children[n.name]

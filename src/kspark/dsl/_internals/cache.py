@@ -141,6 +141,10 @@ class RecordCache:
             self.task.sizeBytes -= old.size
             if old.dirty:
                 existedInStore = old.existed   # what the store held at the last flush
+                change = record.value()
+                if change.oldValue is not None or old.record.value().oldValue is not None:
+                    # the old value is the one of the last flush (Kafka reads it from the underlying store)
+                    record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
         self.entries[key] = _Entry(record, existedInStore, size)
         self.dirty.pop(key, None)
         self.dirty[key] = None

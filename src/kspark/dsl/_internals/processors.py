@@ -104,19 +104,24 @@ class KTableSource(ContextualProcessor):
     """Materializes a changelog into a timestamped store and forwards ``Change`` (Kafka ``KTableSource``).
 
     Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
+    Not materialized (``storeName`` None) it forwards ``Change(value, None)``; the old value is
+    forwarded only when ``sendOldValues`` (a downstream subtractor or join asked for it).
     """
 
-    def __init__(self, storeName: str) -> None:
-        self.storeName = storeName
+    def __init__(self, storeName: str | None, sendOldValues: bool = True) -> None:
+        self.storeName, self.sendOldValues = storeName, sendOldValues
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        self.store = None if self.storeName is None else context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key = record.key()
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        if self.store is None:
+            self.context().forward(record.withValue(Change(record.value(), None)))
             return
         old = self.store.get(key)
         oldValue = None
@@ -129,7 +134,7 @@ class KTableSource(ContextualProcessor):
                 )
         value = record.value()
         self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
-        self.context().forward(record.withValue(Change(value, oldValue)))
+        self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)))
 
 
 class KTableToStream(ContextualProcessor):
@@ -145,12 +150,17 @@ class KStreamKTableJoin(ContextualProcessor):
     stream record's key and timestamp.
     """
 
-    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool) -> None:
+    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool, valueGetter=None) -> None:
         self.storeName, self.joiner, self.withKey, self.leftJoin = storeName, joiner, withKey, leftJoin
+        self.valueGetter = valueGetter  # a KTable value getter (ktable_processors) instead of the store
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        if self.valueGetter is not None:
+            self.valueGetter.init(context)
+            self.store = self.valueGetter
+        else:
+            self.store = context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -169,8 +179,11 @@ class KStreamAggregate(ContextualProcessor):
 
     Records with a null key or value are skipped and counted. The first record of a key starts
     from ``initializer()`` (reduce: from the value itself); the result's timestamp is the max of
-    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
+    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``, the old
+    aggregate only when a downstream KTable operation enabled old values (else None), as Kafka.
     """
+
+    sendOldValues = True  # Kafka: only when a downstream KTable operation enables it (MaterializedTableSupplier)
 
     def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.initializer, self.aggregator, self.reduce = storeName, initializer, aggregator, reduce
@@ -195,6 +208,7 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
+        oldAgg = oldAgg if self.sendOldValues else None  # set by the table's supplier when downstream asks
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
@@ -215,6 +229,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
     The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
     """
+
+    sendOldValues = False
 
     def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False,
                  emitFinal: bool = False) -> None:
@@ -260,7 +276,8 @@ class KStreamWindowAggregate(ContextualProcessor):
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
             if not self.emitFinal:
-                self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()),
+                oldAgg = old.value if self.sendOldValues and old is not None else None
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
                                    old is not None)
         if self.emitFinal:
             self._maybeForwardFinalResult(record, closeTime)
