@@ -7,6 +7,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 
 from .config import StreamsConfig
 from .dsl import (
+    Branched, BranchedKStream, Printed,
     Change, Consumed, EmitStrategy, Suppressed, Grouped, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes,
@@ -59,7 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "Grouped", "KGroupedStream", "KGroupedTable",
+        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "Grouped", "KGroupedStream", "KGroupedTable",
         "DeserializationExceptionHandler", "EmitStrategy", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",

@@ -511,7 +511,7 @@ def test_nexmark_q3_shape_auction_stream_rekeyed_by_seller_to_a_filtered_table()
                 .filter(lambda seller, a: a["category"] == 10))
     auctions.join(persons, lambda a, p: [p["name"], p["city"], p["state"], a["id"]]).toStream().to("q3")
     topology = b.build()
-    repartition = "KSTREAM-KEY-SELECT-0000000005-repartition"
+    repartition = "KSTREAM-TOTABLE-0000000006-repartition"  # Kafka names it after the toTable node
     assert topology.copartitionGroups() == [{"persons", repartition}]
     assert resolvePartitionCounts(topology, {"persons": 4, "auctions": 2, "q3": 1})[repartition] == 4
     with TopologyTestDriver(topology, JSON_KEYS) as d:

@@ -1,6 +1,8 @@
 """The Streams DSL (Kafka ``org.apache.kafka.streams.kstream``)."""
 
+from ._branched import Branched, BranchedKStream
 from ._builder import StreamsBuilder
+from ._printed import Printed
 from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
@@ -10,5 +12,5 @@ from ._kstream import KStream
 from ._ktable import KTable
 from ._kgrouped_table import KGroupedTable
 
-__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]

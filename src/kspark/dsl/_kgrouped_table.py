@@ -68,9 +68,11 @@ class KGroupedTable:
         builder, topology = self._builder, self._builder._topology
         storeName = materialized.storeName or builder._newStoreName("KTABLE-AGGREGATE-")
         base = nameOf(named)
-        sinkName = f"{base}-sink" if base else builder._newProcessorName("KSTREAM-SINK-")
-        sourceName = f"{base}-source" if base else builder._newProcessorName("KSTREAM-SOURCE-")
-        funcName = base or builder._newProcessorName(functionPrefix)
+        # Kafka NamedInternal.suffixWithOrElseGet / orElseGenerateWithPrefix: a given name still
+        # burns each counter value
+        sinkName = builder._nameOrGenerate(f"{base}-sink" if base else None, "KSTREAM-SINK-")
+        sourceName = builder._nameOrGenerate(f"{base}-source" if base else None, "KSTREAM-SOURCE-")
+        funcName = builder._nameOrGenerate(base, functionPrefix)
         topic = f"{self._grouped.name or storeName}-repartition"
         keySerde, valueSerde = self._grouped.keySerde, self._grouped.valueSerde
         if self._repartition is None or self._grouped.name is None:

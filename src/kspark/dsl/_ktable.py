@@ -116,7 +116,7 @@ class KTable:
         """The table's updates as a stream; a tombstone becomes a record with a null value (Kafka ``KTable#toStream``)."""
         from ._kstream import KStream
 
-        name = nameOf(named) or self._builder._newProcessorName("KTABLE-TOSTREAM-")
+        name = self._builder._nameOrGenerate(nameOf(named), "KTABLE-TOSTREAM-")
         self._builder._topology.addProcessor(name, KTableToStream, self._name)
         return KStream(self._builder, name, self._sourceTopics, repartitionRequired=False)
 
@@ -130,7 +130,7 @@ class KTable:
             if materialized.storeName is None:
                 builder._newStoreName(prefix)
             queryableName = materialized.storeName
-        name = nameOf(named) or builder._newProcessorName(prefix)
+        name = builder._nameOrGenerate(nameOf(named), prefix)
         supplier = makeSupplier(queryableName)
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
@@ -179,7 +179,7 @@ class KTable:
         from ._kgrouped_table import KGroupedTable
 
         grouped = grouped or Grouped()
-        name = grouped.name or self._builder._newProcessorName("KTABLE-SELECT-")
+        name = self._builder._nameOrGenerate(grouped.name, "KTABLE-SELECT-")
         self._builder._topology.addProcessor(name, KTableRepartitionMapSupplier(self, selector), self._name)
         self._enableSendingOldValues(True)
         return KGroupedTable(self._builder, name, self._sourceTopics, grouped)
@@ -222,7 +222,7 @@ class KTable:
         storeName = None
         if materialized is not None:  # Kafka: new MaterializedInternal<>(materialized, builder, MERGE_NAME)
             storeName = materialized.storeName or builder._newStoreName("KTABLE-MERGE-")
-        mergeName = nameOf(named) or builder._newProcessorName("KTABLE-MERGE-")
+        mergeName = builder._nameOrGenerate(nameOf(named), "KTABLE-MERGE-")
         topology._copartition(self._sourceTopics | other._sourceTopics)
         if leftOuter:
             self._enableSendingOldValues(True)
@@ -236,8 +236,8 @@ class KTable:
         joinThis = KTableKTableJoinSupplier(kinds[0], self, other, joiner)
         joinOther = KTableKTableJoinSupplier(kinds[1], other, self, reverse)
         base = nameOf(named)
-        thisName = f"{base}-join-this" if base else builder._newProcessorName("KTABLE-JOINTHIS-")
-        otherName = f"{base}-join-other" if base else builder._newProcessorName("KTABLE-JOINOTHER-")
+        thisName = builder._nameOrGenerate(f"{base}-join-this" if base else None, "KTABLE-JOINTHIS-")
+        otherName = builder._nameOrGenerate(f"{base}-join-other" if base else None, "KTABLE-JOINOTHER-")
         merger = KTableKTableJoinMergerSupplier(joinThis, joinOther, storeName)
         topology.addProcessor(thisName, joinThis, self._name)
         topology.addProcessor(otherName, joinOther, other._name)

@@ -214,6 +214,12 @@ class StreamTask:
                 node.process = self._forwarder(node)
                 for topic in spec.topics:
                     physical = topicName(topic)
+                    if partition >= numPartitions(physical):
+                        # Kafka: a task only reads the partitions that exist; with topics of different
+                        # sizes in one sub-topology (merge, several topics of one source) task 0_2 of
+                        # a 2- and a 3-partition topic reads the second one only. A queue for the
+                        # missing partition would never get data and stall the task (T-14).
+                        continue
                     q = RecordQueue(
                         physical, partition,
                         _serde(spec.keySerde, defaultKey), _serde(spec.valueSerde, defaultValue),

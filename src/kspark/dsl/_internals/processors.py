@@ -89,10 +89,16 @@ class KStreamPeek(ContextualProcessor):
 
 
 class RepartitionNullKeyFilter(ContextualProcessor):
-    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition."""
+    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition.
+
+    ``policy.dropNullKeys`` is False when a relaxed (left) join is downstream (KIP-962): null keys pass.
+    """
+
+    def __init__(self, policy=None) -> None:
+        self.dropNullKeys = True if policy is None else policy.dropNullKeys
 
     def process(self, record: Record) -> None:
-        if record.key() is None:
+        if self.dropNullKeys and record.key() is None:
             self.context().metrics().recordDropped(
                 self.context().taskId(), self.context().currentNode.name, "null key before repartition"
             )
