@@ -7,7 +7,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 
 from .config import StreamsConfig
 from .dsl import (
-    Change, Consumed, EmitStrategy, Suppressed, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
+    Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, KGroupedStream, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes,
 )
@@ -59,7 +59,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "Grouped", "KGroupedStream",
+        "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "KGroupedStream",
         "DeserializationExceptionHandler", "EmitStrategy", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",

@@ -2,6 +2,7 @@
 
 from ._builder import StreamsBuilder
 from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
 from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Window, Windowed, WindowedSerdes
@@ -9,5 +10,5 @@ from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
 
-__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
