@@ -179,6 +179,10 @@ class KafkaStreams:
         import pickle
 
         sub = next((s for s in self._topology.subtopologies() if storeName in s.stores), None)
+        if sub is None and storeName in self._topology.globalStoreNames():
+            # every task of every sub-topology holds a copy of a global store; read the tasks of
+            # the first sub-topology (their copies agree once they have caught up)
+            sub = self._topology.subtopologies()[0]
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
         builder = self._topology.storeBuilders()[storeName]
@@ -222,20 +226,28 @@ class KafkaStreams:
                         f"Internal topic {physical[topic]} has {existing} partitions but the topology needs {n}; "
                         "partition counts cannot change for an existing application."
                     )
+        missingGlobal = sorted(t for t in topology.globalTopics() if not external.get(t))
+        if missingGlobal:
+            raise StreamsException(f"Missing source topics: {missingGlobal}. Create them before starting the application.")
+        globalSubs = topology.globalSubtopologies()
+        globalTopics = [physical[t] for t in topology.globalTopics()]
         plans = []
         for sub in _upstreamFirst(topology.subtopologies()):
             numTasks = max(counts[t] for t in sub.sourceTopics)
             shuffle = numTasks
             keys = balancedTaskKeys(numTasks, shuffle)
+            stores = sub.stores + [n for g in globalSubs for n in g.stores]
             plans.append({
                 "applicationId": self._appId,
-                "subtopology": sub,
-                "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in sub.stores},
+                # every task runs the global stores' nodes too (kspark.runtime.global_state)
+                "subtopology": Subtopology(sub.id, sub.nodes + [n for g in globalSubs for n in g.nodes], stores),
+                "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in stores},
                 "config": self._config,
                 "taskOfKey": {k: t for t, k in enumerate(keys)},
                 "topicName": physical,
                 "partitionCounts": {physical[t]: n for t, n in counts.items()},
-                "sources": [physical[t] for t in sub.sourceTopics],
+                "sources": [physical[t] for t in sub.sourceTopics] + globalTopics,
+                "globalSources": globalTopics,
                 "shufflePartitions": shuffle,
             })
         return plans
@@ -313,9 +325,21 @@ class KafkaStreams:
         taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),
                                F.col("partition"))
         spark.conf.set("spark.sql.shuffle.partitions", str(plan["shufflePartitions"]))
+        rows = reader.load()
+        if plan["globalSources"]:
+            # A global topic's rows (all partitions, marker rows included) go to every task of
+            # the sub-topology, with topic "<topic>@<partition>": the task's queue of that
+            # global partition (kspark.runtime.global_state.globalQueueKey).
+            isGlobal = F.col("topic").isin(*plan["globalSources"])
+            everyTask = F.array(*[F.lit(k) for k in sorted(plan["taskOfKey"])])
+            rows = (rows.withColumn("task", F.explode(F.when(isGlobal, everyTask).otherwise(F.array(taskKey))))
+                    .withColumn("topic", F.when(isGlobal, F.concat(F.col("topic"), F.lit("@"), F.col("partition").cast("string")))
+                                .otherwise(F.col("topic"))))
+        else:
+            rows = rows.withColumn("task", taskKey)
         out = (
-            reader.load()
-            .withColumn("task", taskKey.cast("int"))
+            rows
+            .withColumn("task", F.col("task").cast("int"))
             .groupBy("task")
             .transformWithStateInPandas(TaskStatefulProcessor(plan), OUTPUT_SCHEMA, "Append", "None")
         )
@@ -333,7 +357,7 @@ class KafkaStreams:
 
 
 def _allTopics(topology: Topology) -> list[str]:
-    topics: list[str] = []
+    topics: list[str] = list(topology.globalTopics())
     for sub in topology.subtopologies():
         for t in sub.sourceTopics + sub.sinkTopics:
             if t not in topics:
