@@ -6,7 +6,7 @@ import pytest
 
 from kspark import (
     Consumed, ContextualProcessor, GlobalKTable, Materialized, Named, Produced, Serdes, StreamsBuilder, Stores,
-    TopologyException, ValueAndTimestamp,
+    StreamsException, TopologyException, ValueAndTimestamp,
 )
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TestRecord, TopologyTestDriver
@@ -208,6 +208,8 @@ def test_add_global_store_processor_api_and_read_only_access_without_connection_
             self.rates = context.getStateStore("rates")  # global: no connection needed
 
         def process(self, record):
+            if record.key() == "write":
+                self.rates.put("EUR", 0)  # E-1: read-only to this processor -> processing error
             self.context().forward(record.withValue(record.value() * (self.rates.get(record.key()) or 0)))
 
     builder = StreamsBuilder()
@@ -223,6 +225,9 @@ def test_add_global_store_processor_api_and_read_only_access_without_connection_
         d.createInputTopic("rates-topic").pipeInput("EUR", 3, 0)
         d.createInputTopic("amounts").pipeInput("EUR", 5, 1)
         assert d.createOutputTopic("out").readValuesToList() == [15]
+        with pytest.raises(StreamsException, match="processor=KSTREAM-PROCESSOR-0000000003.*NotImplementedError: Global store is read only"):
+            d.createInputTopic("amounts").pipeInput("write", 1, 2)
+        assert d.getKeyValueStore("rates").get("EUR") == 3
 
 
 def test_global_table_topic_cannot_also_be_a_stream_source():

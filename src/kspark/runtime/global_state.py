@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..topology import Subtopology
     from .stream_task import StreamTask
 
-__all__ = ["applyGlobalRecords", "globalQueueKey", "globalRecordQueues", "globalStoreNamesOf"]
+__all__ = ["ReadOnlyStore", "applyGlobalRecords", "globalQueueKey", "globalRecordQueues", "globalStoreNamesOf"]
 
 
 def globalQueueKey(topic: str, partition: int) -> str:
@@ -107,3 +107,23 @@ def applyGlobalRecords(task: "StreamTask") -> int:
             context.currentNode = None
             context.metadata = None
         n += 1
+
+
+class ReadOnlyStore:
+    """A global store as other processors see it (Kafka ``ReadOnlyKeyValueStoreFacade`` /
+    ``AbstractReadOnlyDecorator``, rule E-1): reads pass through, writes raise
+    ``NotImplementedError("Global store is read only")`` (Kafka: ``UnsupportedOperationException``)."""
+
+    _WRITES = ("put", "putIfAbsent", "putAll", "delete", "remove", "init", "flush", "close")
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.get = store.get  # the join's hot path: no __getattr__ indirection
+
+    def __getattr__(self, name: str):
+        if name in ReadOnlyStore._WRITES:
+            def refuse(*args, **kwargs):
+                raise NotImplementedError("Global store is read only")
+
+            return refuse
+        return getattr(self._store, name)

@@ -19,7 +19,7 @@ from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 from .metrics import NODE_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
-from .global_state import globalRecordQueues, globalStoreNamesOf
+from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
 
 __all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
@@ -87,8 +87,9 @@ class _Context(ProcessorContext):
 
     def getStateStore(self, name: str) -> Any:
         node = self.currentNode
-        if name in self._task.globalStoreNames:  # E-1: global stores need no connection
-            return self._task.stores[name]
+        if name in self._task.globalStoreNames:  # E-1: no connection needed; read-only but to its updater
+            store = self._task.stores[name]
+            return store if node is not None and name in self._task.storesOf.get(node.name, ()) else ReadOnlyStore(store)
         if node is None or name not in self._task.storesOf.get(node.name, ()):
             nodeName = node.name if node else None
             raise StreamsException(

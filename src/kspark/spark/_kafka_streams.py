@@ -62,6 +62,12 @@ class KafkaStreams:
     ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each
     input partition's lag as known when the batch was planned: a task waits (keeping records in
     its state) while a partition with known lag has no data in the batch.
+
+    Global stores (``GlobalKTable``, ``addGlobalStore``): every task of every sub-topology
+    reads all partitions of the global topics (each global row goes to every task) and keeps
+    its own copy of the store in its checkpointed state; global records are applied in
+    timestamp order with the task's stream records (``kspark.runtime.global_state``), not
+    restored to the log end first as Kafka's global thread does.
     """
 
     CREATED, RUNNING, NOT_RUNNING, ERROR = "CREATED", "RUNNING", "NOT_RUNNING", "ERROR"
