@@ -266,3 +266,47 @@ def test_seed_004_price_60ms_after_valuation_update_sees_the_update_on_the_drive
             TestRecord("005930", {"code": "005930", "close": 100, "per_basis": 30.0}, T - 1),
             TestRecord("005930", {"code": "005930", "close": 101, "per_basis": 28.0}, T + 60),
         ]
+
+
+def test_task_interleaves_global_partitions_by_timestamp_waits_for_a_lagging_one_and_survives_restore():
+    """The Spark host's engine path (kspark.runtime.global_state): a task with a 2-partition
+    global topic applies global records in timestamp order with its stream records (T-12),
+    waits while a global partition has known lag (T-14), keeps stream time to its own records,
+    and resumes from its checkpoint with the same global store and queues."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.record_queue import RawRecord
+    from kspark.runtime.stream_task import StreamTask
+    from kspark.topology import Subtopology
+
+    topology = valuationPriceTopology()
+    [sub], [glob] = topology.subtopologies(), topology.globalSubtopologies()
+    merged = Subtopology(sub.id, sub.nodes + glob.nodes, sub.stores + glob.stores)
+    config = StreamsConfig({"application.id": "app"})
+    counts = {"valuations": 2, "prices": 1, "joined": 1}
+
+    def newTask():
+        task = StreamTask("1_0", merged, topology.storeBuilders(), config, 0, lambda t: t, counts.__getitem__)
+        task.initialize()
+        return task
+
+    def raw(topic, offset, ts, key, value):
+        return RawRecord(offset, ts, Serdes.String().serialize(topic, key), Serdes.JSON().serialize(topic, value))
+
+    task = newTask()
+    task.addRecords("prices", [raw("prices", 0, T - 1, "005930", {"code": "005930", "close": 100}),
+                               raw("prices", 1, T + 60, "005930", {"code": "005930", "close": 101})], lag=0)
+    task.addRecords("valuations@0", [raw("valuations", 0, T - 86_400_000, "005930", {"per": 30.0})], lag=0)
+    task.addRecords("valuations@1", [], lag=1)  # the update at T exists but was not fetched yet
+    assert task.processAll(0) == 0  # the task waits for global partition 1, as for any input (T-14)
+    assert task.partitionGroup.streamTime == -1 and task.drainProduced() == []
+
+    restored = newTask()
+    restored.restore(task.checkpoint())
+    restored.addRecords("valuations@1", [raw("valuations", 0, T, "005930", {"per": 28.0})], lag=0)
+    restored.addRecords("valuations@0", [], lag=0)  # the Spark host's marker rows: caught up
+    restored.addRecords("prices", [], lag=0)
+    assert restored.processAll(0) == 4  # v1 (T-1d), price T-1, v2 (T), price T+60
+    assert [(r.timestamp, Serdes.JSON().deserialize("joined", r.value)["per_basis"]) for r in restored.drainProduced()] == [
+        (T - 1, 30.0), (T + 60, 28.0)]
+    assert restored.partitionGroup.streamTime == T + 60
+    assert restored.stores["valuations-global"].get("005930") == ValueAndTimestamp({"per": 28.0}, T)
