@@ -310,3 +310,12 @@ def test_task_interleaves_global_partitions_by_timestamp_waits_for_a_lagging_one
         (T - 1, 30.0), (T + 60, 28.0)]
     assert restored.partitionGroup.streamTime == T + 60
     assert restored.stores["valuations-global"].get("005930") == ValueAndTimestamp({"per": 28.0}, T)
+
+
+def test_global_join_after_key_change_does_not_repartition_but_keeps_the_flag_J7():
+    builder = StreamsBuilder()
+    glob = builder.globalTable("g")
+    joined = builder.stream("s").selectKey(lambda k, v: v).join(glob, lambda k, v: k, lambda v1, v2: v2)
+    assert builder.build().internalTopics() == {}  # J-7: no repartition before a global-table join
+    joined.groupByKey().count()  # KStreamImpl.globalTableJoin passes repartitionRequired on
+    assert list(builder.build().internalTopics()) == ["KSTREAM-AGGREGATE-STATE-STORE-0000000006-repartition"]
