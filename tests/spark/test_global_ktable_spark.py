@@ -1,9 +1,9 @@
-"""KStream-GlobalKTable joins on Spark: every task gets the global topic's records and applies
-them in timestamp order with its stream records, so seed 004's race (a valuation update at T, a
-price at T+60 ms that missed it) cannot happen, whether the update and the price arrive in the
-same micro-batch or the price two batches before the update, and across a restart from the
-checkpoint. Same output as TopologyTestDriver (rules J-7, J-8, T-12,
-T-14, TTD-4)."""
+"""KStream-GlobalKTable joins on Spark: every task gets the global topic's records (read whole in
+every micro-batch) and applies them in timestamp order with its stream records, so seed 004's
+race (a valuation update at T, a price at T+60 ms that missed it) cannot happen, whether the
+update and the price share a micro-batch or not, and across a restart from the checkpoint; nor
+does a price see an update stamped after it. Same output as TopologyTestDriver (rules J-7, J-8,
+T-12, T-14, TTD-4)."""
 
 from kspark import Consumed, KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder
 from kspark.runtime.partitioner import partitionForKey
@@ -95,19 +95,19 @@ def outputs(topics):
     return result
 
 
-def test_seed_004_price_arriving_a_batch_before_the_update_still_joins_it(spark, tmp_path):
-    """Two records per micro-batch: the price at T+60 reaches its task with the old valuation,
-    one batch before the update at T; the task waits (T-14: the global partition has known
-    lag) and applies the update first."""
+def test_seed_004_update_and_prices_in_different_micro_batches(spark, tmp_path):
+    """One price per micro-batch (global topics are read whole, outside the limit): batch 0 has
+    both valuations and the price at T-1, which must see the old one (the update at T waits in
+    the global queue: the task waits for its price partition, T-14); batch 1 has the price at
+    T+60, which must see the update."""
     valuations, prices = seedRace()
-    prices = prices[1:]  # only the price at T+60
     expected, _ = onDriver(valuations, prices)
-    assert expected["joined"] == [("005930", T + 60, 101, 28.0)]
+    assert expected["joined"] == [("005930", T - 1, 100, 30.0), ("005930", T + 60, 101, 28.0)]
     topics = LocalTopics(tmp_path / "topics")
     createTopics(topics)
     produce(topics, "prices", prices)
     produce(topics, "valuations", valuations)
-    streams = run(spark, tmp_path, maxRecords=2)  # batch 0: price + old valuation; batch 1: update
+    streams = run(spark, tmp_path, maxRecords=1)
     assert outputs(topics) == expected
     assert streams.queries()[0].lastProgress["batchId"] == 1
 
@@ -141,3 +141,20 @@ def test_same_batch_race_then_restart_from_checkpoint_equals_the_driver(spark, t
             d.createInputTopic("valuations", KEY, JSON).pipeInput(k, v, ts)
         driverStore = list(d.getTimestampedKeyValueStore("valuations-global").all())
     assert list(streams.checkpointedStore("valuations-global").all()) == driverStore
+
+
+def test_reader_reads_global_topics_to_their_end_outside_max_records_per_trigger(tmp_path):
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    from kspark.spark._datasource import LocalTopicsStreamReader
+
+    topics = LocalTopics(tmp_path)
+    createTopics(topics)
+    valuations, prices = manyCodes()
+    produce(topics, "valuations", valuations)
+    produce(topics, "prices", prices)
+    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "prices,valuations",
+                                      "maxRecordsPerTrigger": "10", "unlimitedTopics": "valuations"})
+    end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(10))
+    assert end["valuations/0"] == 30  # all of the global topic
+    assert sum(end[f"prices/{p}"] for p in range(5)) == 10  # the limit applies to the rest

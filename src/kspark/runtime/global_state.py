@@ -22,6 +22,12 @@ placed *first* in its ``PartitionGroup``:
 * a global queue's unprocessed records, its partition time and the store are part of the task
   checkpoint, so a task restored from a checkpoint resumes with the same copy.
 
+The Spark host reads global topics to their end in every micro-batch (outside
+``kspark.max.records.per.trigger``), so a global partition has no lag when a batch is planned
+and stream records never wait for a global backlog. A global record appended after a batch was
+planned reaches the tasks in a later batch: stream records of the earlier batch are processed
+without it, whatever its timestamp (the same holds for any input partition).
+
 TopologyTestDriver applies a global record synchronously when it is piped (Kafka TTD, TTD-4):
 ``applyGlobalRecords``.
 """

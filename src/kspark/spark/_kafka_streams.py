@@ -64,7 +64,9 @@ class KafkaStreams:
     its state) while a partition with known lag has no data in the batch.
 
     Global stores (``GlobalKTable``, ``addGlobalStore``): every task of every sub-topology
-    reads all partitions of the global topics (each global row goes to every task) and keeps
+    reads all partitions of the global topics (each global row goes to every task; a global
+    topic is read to its end in every micro-batch, outside ``kspark.max.records.per.trigger``,
+    so stream records never wait for a global backlog to trickle in) and keeps
     its own copy of the store in its checkpointed state; global records are applied in
     timestamp order with the task's stream records (``kspark.runtime.global_state``), not
     restored to the log end first as Kafka's global thread does.
@@ -325,6 +327,8 @@ class KafkaStreams:
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
+        if plan["globalSources"]:  # read global topics to their end in every batch (see GlobalKTable)
+            reader = reader.option("unlimitedTopics", ",".join(plan["globalSources"]))
         if "processingTime" in trigger:  # wall-clock punctuation needs a batch per trigger
             reader = reader.option("heartbeat", "true")
         keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
