@@ -16,10 +16,10 @@ from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
+from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
 from .metrics import NODE_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
-from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
 
 __all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
