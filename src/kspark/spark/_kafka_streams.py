@@ -190,7 +190,7 @@ class KafkaStreams:
         if sub is None and storeName in self._topology.globalStoreNames():
             # every task of every sub-topology holds a copy of a global store; read the tasks of
             # the first sub-topology (their copies agree once they have caught up)
-            sub = self._topology.subtopologies()[0]
+            sub = next(iter(self._topology.subtopologies()), None)
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
         builder = self._topology.storeBuilders()[storeName]
