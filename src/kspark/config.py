@@ -41,6 +41,12 @@ class StreamsConfig:
     SPARK_MASTER_CONFIG = "kspark.spark.master"
     TRIGGER_CONFIG = "kspark.trigger"
     MAX_RECORDS_PER_TRIGGER_CONFIG = "kspark.max.records.per.trigger"
+    REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG = "kspark.repartition.before.stateful.process"
+    """kspark's addition: ``true`` makes ``StreamsBuilder.build()`` insert a repartition topic in
+    front of a ``process``/``processValues`` with state stores whose input key was changed
+    upstream; ``false`` (default, Kafka's behaviour) only logs a WARNING. Read by
+    ``StreamsBuilder(config)`` and ``StreamsBuilder.build(config)`` (it shapes the topology, like
+    Kafka's ``TopologyConfig``); in the ``KafkaStreams`` config it has no effect."""
 
     _DEFAULTS: dict[str, Any] = {
         APPLICATION_ID_CONFIG: None,
@@ -57,7 +63,9 @@ class StreamsConfig:
         SPARK_MASTER_CONFIG: "local[*]",
         TRIGGER_CONFIG: "availableNow",
         MAX_RECORDS_PER_TRIGGER_CONFIG: None,
+        REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG: False,
     }
+    _BOOL_KEYS = {REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG}
     _INT_KEYS = {MAX_TASK_IDLE_MS_CONFIG, MAX_RECORDS_PER_TRIGGER_CONFIG, STATESTORE_CACHE_MAX_BYTES_CONFIG}
 
     def __init__(self, props: Mapping[str, Any] | None = None) -> None:
@@ -71,7 +79,18 @@ class StreamsConfig:
             if key in self._INT_KEYS and value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise ConfigException(f"Invalid value {value!r} for configuration {key}: Expected value to be a 64-bit integer.")
+            if key in self._BOOL_KEYS:
+                value = self._toBool(key, value)
             self._values[key] = value
+
+    @staticmethod
+    def _toBool(key: str, value: Any) -> bool:
+        # Kafka's ConfigDef.Type.BOOLEAN: a boolean or the strings "true"/"false" (any case)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise ConfigException(f"Invalid value {value!r} for configuration {key}: Expected value to be either true or false")
 
     def get(self, key: str) -> Any:
         return self._values[key]

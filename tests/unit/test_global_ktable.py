@@ -152,7 +152,8 @@ def test_naming_and_describe_as_kafka():
     (builder.stream("temperature.values")
      .leftJoin(table, lambda k, v: k, lambda v1, v2: v1)
      .to("out"))
-    # expected string from Kafka's TopologyDescription.toString (InternalTopologyBuilder)
+    # expected string from Kafka's TopologyDescription.toString (InternalTopologyBuilder): "Topologies:\n "
+    # then "  " before each part, so only the first one is indented by three spaces
     assert str(builder.build().describe()) == """Topologies:
    Sub-topology: 0 for global store (will not generate tasks)
     Source: KSTREAM-SOURCE-0000000001 (topics: [weather-stations])
@@ -160,7 +161,7 @@ def test_naming_and_describe_as_kafka():
     Processor: KTABLE-SOURCE-0000000002 (stores: [weather-stations-STATE-STORE-0000000000])
       --> none
       <-- KSTREAM-SOURCE-0000000001
-   Sub-topology: 1
+  Sub-topology: 1
     Source: KSTREAM-SOURCE-0000000003 (topics: [temperature.values])
       --> KSTREAM-LEFTJOIN-0000000004
     Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])
@@ -182,9 +183,11 @@ def test_named_global_table_and_inner_join_use_kafka_names():
     assert table.queryableStoreName() == "myStore"
     builder.stream("s").join(table, lambda k, v: k, lambda v1, v2: v1, named=Named.as_("enrich")).to("out")
     text = str(builder.build().describe())
-    # node groups are numbered by sorted source names: KSTREAM-SOURCE-0000000001 < master-source
-    assert text.endswith("\n\n   Sub-topology: 1 for global store (will not generate tasks)\n    Source: master-source (topics: [INPUT_TOPIC])\n"
-                         "      --> master\n    Processor: master (stores: [myStore])\n      --> none\n      <-- master-source\n")
+    # node groups are numbered in the order their first node was added (KAFKA-9020): the global first
+    assert text.startswith("Topologies:\n   Sub-topology: 0 for global store (will not generate tasks)\n"
+                           "    Source: master-source (topics: [INPUT_TOPIC])\n      --> master\n"
+                           "    Processor: master (stores: [myStore])\n      --> none\n      <-- master-source\n"
+                           "  Sub-topology: 1\n")
     assert "Processor: master (stores: [myStore])" in text and "Processor: enrich (stores: [])" in text
     unnamed = StreamsBuilder()
     g = unnamed.globalTable("t", Materialized.as_("myStore"))

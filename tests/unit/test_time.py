@@ -23,7 +23,7 @@ class Trace(ContextualProcessor):
 
 def twoTopicTask(config=None):
     t = Topology().addSource("src", "a", "b").addProcessor("trace", Trace, "src").addSink("sink", "out", "trace")
-    return StreamTask("0_1", t.subtopologies()[0], {}, StreamsConfig(config), 1, lambda x: x, lambda x: 1)
+    return StreamTask("0_1", t.subtopologies()[0], {}, StreamsConfig(config), 1, lambda x: x, lambda x: 2)
 
 
 def raw(offset, ts, value):

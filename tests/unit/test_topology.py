@@ -62,7 +62,7 @@ def test_describe_prints_subtopologies_sources_processors_stores_sinks():
     Sink: valuations-by-code-repartition-sink (topic: valuations-by-code-repartition)
       <-- valuations-by-code-repartition-filter
 
-   Sub-topology: 1
+  Sub-topology: 1
     Source: KSTREAM-SOURCE-0000000006 (topics: [prices])
       --> KSTREAM-JOIN-0000000007
     Processor: KSTREAM-JOIN-0000000007 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])

@@ -1,6 +1,8 @@
 """The Streams DSL (Kafka ``org.apache.kafka.streams.kstream``)."""
 
+from ._branched import Branched, BranchedKStream
 from ._builder import StreamsBuilder
+from ._printed import Printed
 from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
 from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
@@ -9,6 +11,7 @@ from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Wi
 from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
+from ._kgrouped_table import KGroupedTable
 
-__all__ = ["Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "KGroupedStream", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..state import StoreBuilder
 from ..topology import Topology
 from ._config_objects import Consumed, Materialized
+from ._internals.processors import RepartitionNullKeyFilter
+
+log = logging.getLogger("kspark.dsl")
 
 if TYPE_CHECKING:
     from ._global_ktable import GlobalKTable
@@ -18,13 +22,28 @@ class StreamsBuilder:
     """Builds a ``Topology`` with the DSL (Kafka ``StreamsBuilder``).
 
     Generated names follow Kafka's: ``KSTREAM-SOURCE-0000000000``, ``KSTREAM-FILTER-0000000001``,
-    one counter shared by processors and stores.
+    one counter shared by processors and stores; an operation given a name still uses up its
+    counter value where Kafka's does (``NamedInternal.orElseGenerateWithPrefix``), so the
+    generated names around it, repartition topics included, are the same as in Kafka.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, topologyConfig: Any = None) -> None:
+        """``topologyConfig``: optional ``StreamsConfig`` or mapping of configs that shape the
+        topology (Kafka ``StreamsBuilder(TopologyConfig)``); kspark reads
+        ``kspark.repartition.before.stateful.process`` from it (``build(props)`` may override)."""
         self._topology = Topology()
         self._index = 0
         self._built = False
+        self._config = self._asConfig(topologyConfig)
+        self._statefulAfterKeyChange: list[tuple[str, tuple[str, ...], str | None]] = []
+
+    @staticmethod
+    def _asConfig(props: Any):
+        from ..config import StreamsConfig
+
+        if props is None or isinstance(props, StreamsConfig):
+            return props
+        return StreamsConfig(props)
 
     # -- naming (Kafka InternalStreamsBuilder.newProcessorName / newStoreName)
     def _newProcessorName(self, prefix: str) -> str:
@@ -34,6 +53,12 @@ class StreamsBuilder:
 
     def _newStoreName(self, prefix: str) -> str:
         return self._newProcessorName(f"{prefix}STATE-STORE-")
+
+    def _nameOrGenerate(self, name: str | None, prefix: str) -> str:
+        """Kafka ``NamedInternal.orElseGenerateWithPrefix``: a user-given name still burns one
+        counter value, so the generated names after it are the same as Kafka's."""
+        generated = self._newProcessorName(prefix)
+        return name if name is not None else generated
 
     def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> "KStream":
         """A ``KStream`` of the records of ``topics`` (Kafka ``StreamsBuilder#stream``).
@@ -46,7 +71,7 @@ class StreamsBuilder:
 
         consumed = consumed or Consumed()
         topicList = [topics] if isinstance(topics, str) else list(topics)
-        name = consumed.name or self._newProcessorName("KSTREAM-SOURCE-")
+        name = self._nameOrGenerate(consumed.name, "KSTREAM-SOURCE-")
         self._topology.addSource(
             name, *topicList, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
             timestampExtractor=consumed.timestampExtractor,
@@ -65,8 +90,11 @@ class StreamsBuilder:
         consumed = consumed or Consumed()
         materialized = materialized or Materialized()
         storeName = materialized.storeName or self._newStoreName(f"{topic}-")
-        sourceName = consumed.name or self._newProcessorName("KSTREAM-SOURCE-")
-        tableName = self._newProcessorName("KTABLE-SOURCE-")
+        # Kafka InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-table-source"
+        # and the KTableSource processor "x"; both still burn a counter value
+        sourceName = self._nameOrGenerate(
+            None if consumed.name is None else f"{consumed.name}-table-source", "KSTREAM-SOURCE-")
+        tableName = self._nameOrGenerate(consumed.name, "KTABLE-SOURCE-")
         self._topology.addSource(
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
             timestampExtractor=consumed.timestampExtractor,
@@ -111,7 +139,54 @@ class StreamsBuilder:
         return self
 
     def build(self, props: Any = None) -> Topology:
-        """Return the topology built so far (Kafka ``StreamsBuilder#build``)."""
+        """Return the topology built so far (Kafka ``StreamsBuilder#build``).
+
+        ``props`` (``StreamsConfig`` or mapping), like Kafka's ``build(Properties)``, may set
+        ``kspark.repartition.before.stateful.process``; it is on if set here or in the
+        builder's ``topologyConfig``.
+        For every ``process``/``processValues`` with state stores whose input key was changed
+        upstream without a repartition, this logs a WARNING (flag false, Kafka's topology kept)
+        or inserts a repartition topic ``<processor>-stores-repartition`` right before the processor
+        (flag true), so records with the same key meet the same store.
+        """
+        from ..config import StreamsConfig
+
+        key = StreamsConfig.REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG
+        repartition = any(c is not None and c.get(key) for c in (self._config, self._asConfig(props)))
+        pending, self._statefulAfterKeyChange = self._statefulAfterKeyChange, []
+        for processorName, stores, keyChanger in pending:
+            changer = keyChanger or "an upstream key-changing operation"
+            if not repartition:
+                log.warning(
+                    "Processor %s uses state stores %s but its input key was changed by %s and not repartitioned: "
+                    "records with the same key can be processed by different tasks, each with its own copy of "
+                    "the stores (Kafka Streams does not repartition before process()). Call repartition() "
+                    "before it, or set %s=true to let kspark insert a repartition topic.",
+                    processorName, list(stores), changer, key,
+                )
+                continue
+            topic = f"{processorName}-stores-repartition"
+            filterName = f"{topic}-filter"
+            topology = self._topology
+            policy = topology._repartitionFilter(filterName)
+            topology._insertRepartitionBefore(
+                processorName, topic, filterName, lambda policy=policy: RepartitionNullKeyFilter(policy),
+                f"{topic}-sink", f"{topic}-source",
+            )
+            log.info("Repartitioning by key before %s (stores %s, key changed by %s): topic %s",
+                     processorName, list(stores), changer, topic)
+        self._validateCopartition()
         return self._topology
 
+    def _validateCopartition(self) -> None:
+        """Kafka ``InternalTopologyBuilder.validateCopartition`` (run by ``build()``): a
+        co-partition group made only of repartition topics with enforced partition counts must
+        agree on the count (rule RP-5)."""
+        from ..errors import TopologyException
+        from ..topology._copartition import _javaMap
 
+        internal = self._topology.internalTopics()
+        for group in self._topology.copartitionGroups():
+            counts = {t: internal[t] for t in group if internal.get(t) is not None}
+            if counts and set(counts) == group and len(set(counts.values())) > 1:
+                raise TopologyException(f"Following topics do not have the same number of partitions: [{_javaMap(counts)}]")

@@ -14,6 +14,13 @@ if TYPE_CHECKING:
 __all__ = ["KGroupedStream", "SessionWindowedKStream", "TimeWindowedKStream"]
 
 
+def _burnForCount(builder, materialized: Materialized | None) -> None:
+    """Kafka's ``count(Materialized)`` without a store name burns one store name "for
+    compatibility" before naming anything (``KGroupedStreamImpl.count``); ``count()`` does not."""
+    if materialized is not None and materialized.storeName is None:
+        builder._newStoreName("KSTREAM-AGGREGATE-")
+
+
 class KGroupedStream:
     """A stream grouped by key, ready to aggregate (Kafka ``KGroupedStream``).
 
@@ -24,11 +31,27 @@ class KGroupedStream:
     def __init__(self, stream: "KStream", grouped: Grouped) -> None:
         self._stream = stream
         self._grouped = grouped
+        self._repartition: "KStream | None" = None
+
+    def _repartitioned(self, storeName: str) -> "KStream":
+        """The repartition topic in front of an aggregation: ``<Grouped name>-repartition`` or
+        ``<store name>-repartition``. Several aggregations of this grouped stream share one topic
+        only when ``Grouped`` names it; otherwise each gets its own (Kafka
+        ``GroupedStreamAggregateBuilder``; topology optimization, off by default, is not modelled)."""
+        prefix = self._grouped.name or storeName
+        repartitioned = Repartitioned.with_(self._grouped.keySerde, self._grouped.valueSerde)
+        if self._repartition is not None and self._grouped.name is not None:
+            for p in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):  # Kafka still burns these
+                self._stream._builder._newProcessorName(p)
+            return self._repartition
+        self._repartition = self._stream._repartitionThrough(prefix, repartitioned)
+        return self._repartition
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Number of records per key (null keys and null values skipped and counted) as a
         ``KTable``; the timestamp of each update is the max input timestamp of the key so far
         (rule T-17). Mirrors Kafka ``KGroupedStream#count``."""
+        _burnForCount(self._stream._builder, materialized)
         materialized = materialized or Materialized()
         if materialized.valueSerde is None:
             materialized = materialized.withValueSerde(Serdes.Long())
@@ -67,16 +90,14 @@ class KGroupedStream:
         from ._config_objects import nameOf
 
         builder = self._stream._builder
+        # Kafka's order (KGroupedStreamImpl + GroupedStreamAggregateBuilder.build): store name,
+        # processor name, then the repartition topic's sink/filter/source names
         storeName = materialized.storeName or builder._newStoreName(prefix)
+        name = builder._nameOrGenerate(nameOf(named), prefix)
         stream = self._stream
         if stream._repartitionRequired:
-            stream = stream._repartitionThrough(
-                self._grouped.name or storeName,
-                Repartitioned.with_(self._grouped.keySerde, self._grouped.valueSerde),
-            )
-        name = nameOf(named) or builder._newProcessorName(prefix)
+            stream = self._repartitioned(storeName)
         topology = builder._topology
-        topology.addProcessor(name, lambda: processor(storeName), stream._name)
         if storeBuilder is None:
             builderOfStore = Stores.timestampedKeyValueStoreBuilder(
                 Stores.persistentKeyValueStore(storeName),
@@ -84,8 +105,12 @@ class KGroupedStream:
             )
         else:
             builderOfStore = storeBuilder(storeName)
+        from ._internals.ktable_processors import MaterializedTableSupplier
+
+        supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
+        topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
-        return KTable(builder, name, storeName, stream._sourceTopics)
+        return KTable(builder, name, storeName, stream._sourceTopics, supplier, materialized.storeName)
 
 
 class TimeWindowedKStream:
@@ -100,6 +125,7 @@ class TimeWindowedKStream:
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys skipped and counted; late records dropped per
         window and counted). Mirrors Kafka ``TimeWindowedKStream#count``."""
+        _burnForCount(self._grouped._stream._builder, materialized)
         materialized = materialized or Materialized()
         if materialized.valueSerde is None:
             materialized = materialized.withValueSerde(Serdes.Long())
@@ -163,6 +189,7 @@ class SessionWindowedKStream:
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per session (SA-12: initializer 0, aggregator +1, merger a + b)."""
+        _burnForCount(self._grouped._stream._builder, materialized)
         materialized = materialized or Materialized()
         if materialized.valueSerde is None:
             materialized = materialized.withValueSerde(Serdes.Long())

@@ -1,13 +1,29 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..errors import TopologyException
 from ..state import Stores
-from ._config_objects import Consumed, Materialized, nameOf
-from ._internals.processors import KTableSource, KTableToStream
+from ._config_objects import Consumed, Grouped, Materialized, nameOf
+from ._internals.ktable_processors import (
+    INNER,
+    LEFT,
+    OUTER,
+    RIGHT,
+    KTableFilterSupplier,
+    KTableKTableJoinMergerSupplier,
+    KTableKTableJoinSupplier,
+    KTableMapValuesSupplier,
+    KTableRepartitionMapSupplier,
+    KTableSourceSupplier,
+    KTableSuppressSupplier,
+    MaterializedTableSupplier,
+)
+from ._internals.processors import KTableToStream, arity
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
+    from ._kgrouped_table import KGroupedTable
     from ._kstream import KStream
 
 __all__ = ["KTable"]
@@ -16,26 +32,52 @@ __all__ = ["KTable"]
 class KTable:
     """A changelog stream seen as a table: the latest value per key (Kafka ``KTable``).
 
-    Every kspark KTable is materialized in a timestamped key-value store (``queryableStoreName()``).
+    Updates travel between KTable nodes as ``Change(newValue, oldValue)``. A table is materialized
+    in a timestamped key-value store only when it is queryable (``Materialized.as_(name)``; an
+    aggregation or a join with ``Materialized`` always) or when a downstream operation needs it (a
+    join or a lookup reads a source table's store; ``groupBy`` and joins ask their parents for old
+    values). A non-materialized ``filter``/``mapValues``/``join`` result can still be joined: the
+    lookup applies the operation to its parent's value on the fly (Kafka's value getters).
     """
 
-    def __init__(self, builder: "StreamsBuilder", name: str, storeName: str, sourceTopics: set[str]) -> None:
+    def __init__(self, builder: "StreamsBuilder", name: str, storeName: str | None, sourceTopics: set[str],
+                 supplier: Any = None, queryableName: Any = ...) -> None:
         self._builder = builder
         self._name = name
         self._storeName = storeName
         self._sourceTopics = sourceTopics
+        # what Kafka's KTableImpl keeps: the processor supplier (flags for old values, view())
+        self._supplier = supplier if supplier is not None else MaterializedTableSupplier(storeName)
+        self._queryableName = storeName if queryableName is ... else queryableName
+        self._sendOldValues = False
 
     @staticmethod
     def _materialize(builder, parentName, tableName, storeName, materialized: Materialized, sourceTopics, consumed: Consumed | None = None) -> "KTable":
+        """A source table (``builder.table`` / ``KStream.toTable``), Kafka ``KTableSource``: its store
+        is added only if ``materialized`` names it or when a downstream operation needs it."""
         topology = builder._topology
-        topology.addProcessor(tableName, lambda: KTableSource(storeName), parentName)
         keySerde = materialized.keySerde or (consumed.keySerde if consumed else None)
         valueSerde = materialized.valueSerde or (consumed.valueSerde if consumed else None)
-        topology.addStateStore(
-            Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName), keySerde, valueSerde),
-            tableName,
-        )
-        return KTable(builder, tableName, storeName, set(sourceTopics))
+
+        def storeBuilder():
+            return Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName), keySerde, valueSerde)
+
+        supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder)
+        topology.addProcessor(tableName, supplier, parentName)
+        if materialized.storeName is not None:
+            supplier.materialize()
+        return KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName)
+
+    # -- Kafka KTableImpl.valueGetterSupplier / enableSendingOldValues
+    def _valueGetterSupplier(self):
+        return self._supplier.view()
+
+    def _enableSendingOldValues(self, forceMaterialization: bool) -> bool:
+        if not self._sendOldValues:
+            if not self._supplier.enableSendingOldValues(forceMaterialization):
+                return False
+            self._sendOldValues = True
+        return True
 
     _windowCloseDuration: int | None = None  # set by windowed aggregations (SU-1)
 
@@ -49,23 +91,158 @@ class KTable:
             If this table is not the result of a windowed aggregation ("Window close time is only
             defined for windowed computations.").
         """
-        from ..errors import TopologyException
         from ._internals.processors import KTableSuppress
 
         if self._windowCloseDuration is None:
             raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
         name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
         duration, config = self._windowCloseDuration, suppressed.bufferConfig
-        self._builder._topology.addProcessor(name, lambda: KTableSuppress(duration, config, name), self._name)
-        return KTable(self._builder, name, self._storeName, self._sourceTopics)
+        supplier = KTableSuppressSupplier(self, lambda: KTableSuppress(duration, config, name))
+        self._builder._topology.addProcessor(name, supplier, self._name)
+        return KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None)
 
-    def queryableStoreName(self) -> str:
-        return self._storeName
+    def queryableStoreName(self) -> str | None:
+        """The name of the store to query (``TopologyTestDriver.getKeyValueStore``, Spark
+        ``checkpointedStore``), or None when the table is not queryable: Kafka's rule, only a
+        store named with ``Materialized.as_`` (or a join/aggregation store) is queryable."""
+        return self._queryableName
 
     def toStream(self, named=None) -> "KStream":
         """The table's updates as a stream; a tombstone becomes a record with a null value (Kafka ``KTable#toStream``)."""
         from ._kstream import KStream
 
-        name = nameOf(named) or self._builder._newProcessorName("KTABLE-TOSTREAM-")
+        name = self._builder._nameOrGenerate(nameOf(named), "KTABLE-TOSTREAM-")
         self._builder._topology.addProcessor(name, KTableToStream, self._name)
         return KStream(self._builder, name, self._sourceTopics, repartitionRequired=False)
+
+    # ------------------------------------------------------------------ stateless
+    def _derived(self, prefix: str, named, materialized: Materialized | None, makeSupplier) -> "KTable":
+        """Kafka ``KTableImpl.doFilter`` / ``doMapValues``: a store only for a queryable name; an
+        unnamed ``Materialized`` still burns one index (``<prefix>STATE-STORE-``) first."""
+        builder = self._builder
+        queryableName = None
+        if materialized is not None:
+            if materialized.storeName is None:
+                builder._newStoreName(prefix)
+            queryableName = materialized.storeName
+        name = builder._nameOrGenerate(nameOf(named), prefix)
+        supplier = makeSupplier(queryableName)
+        builder._topology.addProcessor(name, supplier, self._name)
+        if queryableName is not None:
+            builder._topology.addStateStore(
+                Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(queryableName),
+                                                       materialized.keySerde, materialized.valueSerde),
+                name,
+            )
+        return KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName)
+
+    def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
+        """A table of the entries for which ``predicate(key, value)`` is true (Kafka ``KTable#filter``).
+
+        An update whose new value fails the predicate is forwarded as a tombstone (``Change(None,
+        ...)``), so the key leaves the result. When the parent is materialized or old values are
+        needed downstream, an update that is absent both before and after filtering forwards
+        nothing (Kafka ``KTableFilter``). The predicate is never called for a null value.
+        ``materialized`` with a name (``Materialized.as_``) keeps the result in a store.
+        """
+        return self._derived("KTABLE-FILTER-", named, materialized,
+                             lambda q: KTableFilterSupplier(self, predicate, False, q))
+
+    def filterNot(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
+        """A table of the entries for which ``predicate(key, value)`` is false (Kafka ``KTable#filterNot``);
+        same tombstone rules as ``filter``."""
+        return self._derived("KTABLE-FILTER-", named, materialized,
+                             lambda q: KTableFilterSupplier(self, predicate, True, q))
+
+    def mapValues(self, mapper: Callable, named=None, materialized: Materialized | None = None) -> "KTable":
+        """Same keys, values ``mapper(value)`` (or ``mapper(key, value)`` for a two-argument mapper,
+        Kafka's ``ValueMapperWithKey``); a tombstone stays a tombstone without calling the mapper;
+        timestamps are unchanged (Kafka ``KTable#mapValues``)."""
+        fn = mapper if arity(mapper) == 2 else (lambda k, v: mapper(v))
+        return self._derived("KTABLE-MAPVALUES-", named, materialized,
+                             lambda q: KTableMapValuesSupplier(self, fn, q))
+
+    # ------------------------------------------------------------------ grouping
+    def groupBy(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> "KGroupedTable":
+        """Re-group the table by ``selector(key, value) -> KeyValue | (newKey, newValue)`` for an
+        aggregation with adder and subtractor (Kafka ``KTable#groupBy``).
+
+        Each update sends the old value's pair to be subtracted and the new value's pair to be
+        added, through a repartition topic ``<Grouped name or store name>-repartition`` (rule RP-1).
+        Pairs with a null key or value are skipped.
+        """
+        from ._kgrouped_table import KGroupedTable
+
+        grouped = grouped or Grouped()
+        name = self._builder._nameOrGenerate(grouped.name, "KTABLE-SELECT-")
+        self._builder._topology.addProcessor(name, KTableRepartitionMapSupplier(self, selector), self._name)
+        self._enableSendingOldValues(True)
+        return KGroupedTable(self._builder, name, self._sourceTopics, grouped)
+
+    # ------------------------------------------------------------------ joins
+    def join(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
+             materialized: Materialized | None = None) -> "KTable":
+        """Inner join on the key with ``other`` (Kafka ``KTable#join(KTable, ValueJoiner)``).
+
+        Both sides trigger: an update on either side looks the other up and forwards
+        ``joiner(value, otherValue)`` when both exist; when one side is deleted the result is a
+        tombstone. The output timestamp is the max of the two sides' (rule T-19). Null keys are
+        skipped and counted. Both tables must be co-partitioned (rule J-6, checked at start).
+        ``materialized`` keeps the result in a store (named, or ``KTABLE-MERGE-STATE-STORE-<n>``).
+        """
+        return self._doJoin(other, joiner, named, materialized, False, False)
+
+    def leftJoin(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
+                 materialized: Materialized | None = None) -> "KTable":
+        """Left join (Kafka ``KTable#leftJoin``): every left entry has a result,
+        ``joiner(value, None)`` while ``other`` has no value for the key; right updates without a
+        left value produce nothing. Same timestamps and co-partitioning as ``join``."""
+        return self._doJoin(other, joiner, named, materialized, True, False)
+
+    def outerJoin(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
+                  materialized: Materialized | None = None) -> "KTable":
+        """Outer join (Kafka ``KTable#outerJoin``): a result while either side has a value, the
+        missing side passed as None; a tombstone once both are gone."""
+        return self._doJoin(other, joiner, named, materialized, True, True)
+
+    def _doJoin(self, other: "KTable", joiner, named, materialized: Materialized | None,
+                leftOuter: bool, rightOuter: bool) -> "KTable":
+        if not isinstance(other, KTable):
+            raise TypeError("join/leftJoin/outerJoin take a KTable")
+        if other._builder is not self._builder:
+            raise TopologyException("Both KTables must come from the same StreamsBuilder")
+        if not callable(joiner):
+            raise TypeError("joiner must be a callable (value, otherValue) -> result")
+        builder, topology = self._builder, self._builder._topology
+        storeName = None
+        if materialized is not None:  # Kafka: new MaterializedInternal<>(materialized, builder, MERGE_NAME)
+            storeName = materialized.storeName or builder._newStoreName("KTABLE-MERGE-")
+        mergeName = builder._nameOrGenerate(nameOf(named), "KTABLE-MERGE-")
+        topology._copartition(self._sourceTopics | other._sourceTopics)
+        if leftOuter:
+            self._enableSendingOldValues(True)
+        if rightOuter:
+            other._enableSendingOldValues(True)
+
+        def reverse(v2, v1):
+            return joiner(v1, v2)
+
+        kinds = (INNER, INNER) if not leftOuter else (LEFT, RIGHT) if not rightOuter else (OUTER, OUTER)
+        joinThis = KTableKTableJoinSupplier(kinds[0], self, other, joiner)
+        joinOther = KTableKTableJoinSupplier(kinds[1], other, self, reverse)
+        base = nameOf(named)
+        thisName = builder._nameOrGenerate(f"{base}-join-this" if base else None, "KTABLE-JOINTHIS-")
+        otherName = builder._nameOrGenerate(f"{base}-join-other" if base else None, "KTABLE-JOINOTHER-")
+        merger = KTableKTableJoinMergerSupplier(joinThis, joinOther, storeName)
+        topology.addProcessor(thisName, joinThis, self._name)
+        topology.addProcessor(otherName, joinOther, other._name)
+        topology.addProcessor(mergeName, merger, thisName, otherName)
+        topology.connectProcessorAndStateStores(thisName, *joinThis.view2.storeNames())
+        topology.connectProcessorAndStateStores(otherName, *joinOther.view2.storeNames())
+        if storeName is not None:
+            topology.addStateStore(
+                Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName),
+                                                       materialized.keySerde, materialized.valueSerde),
+                mergeName,
+            )
+        return KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName)

@@ -144,6 +144,15 @@ class _Context(ProcessorContext):
         return self._task.metrics
 
 
+def _serde(serde, default):
+    """The node's serde, or the default one; a wrapping serde (a groupBy repartition topic's
+    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``)."""
+    if serde is None:
+        return default
+    withDefault = getattr(serde, "withDefault", None)
+    return serde if withDefault is None else withDefault(default)
+
+
 class StreamTask:
     """One task: a sub-topology instance for one input partition number (Kafka ``StreamTask``).
 
@@ -212,9 +221,15 @@ class StreamTask:
                     globalQueues += globalRecordQueues(self, spec, node, topicName, numPartitions, config)
                 for topic in spec.topics if not spec.isGlobal else ():
                     physical = topicName(topic)
+                    if partition >= numPartitions(physical):
+                        # Kafka: a task only reads the partitions that exist; with topics of different
+                        # sizes in one sub-topology (merge, several topics of one source) task 0_2 of
+                        # a 2- and a 3-partition topic reads the second one only. A queue for the
+                        # missing partition would never get data and stall the task (T-14).
+                        continue
                     q = RecordQueue(
                         physical, partition,
-                        spec.keySerde or defaultKey, spec.valueSerde or defaultValue,
+                        _serde(spec.keySerde, defaultKey), _serde(spec.valueSerde, defaultValue),
                         spec.timestampExtractor or config.defaultTimestampExtractor(),
                         self.metrics, taskId, spec.name,
                     )
@@ -330,8 +345,8 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
-        keySerde = spec.keySerde or defaultKey
-        valueSerde = spec.valueSerde or defaultValue
+        keySerde = _serde(spec.keySerde, defaultKey)
+        valueSerde = _serde(spec.valueSerde, defaultValue)
         partitioner = spec.partitioner
         produced = self.produced
         counters = self.metrics.counters

@@ -71,6 +71,12 @@ class Subtopology:
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
+class _NullKeyPolicy:
+    """Whether a repartition filter drops null keys (rule RP-2); shared with its processors."""
+
+    dropNullKeys = True
+
+
 class Topology:
     """A processing graph of sources, processors, stores and sinks (Kafka ``Topology``).
 
@@ -84,6 +90,8 @@ class Topology:
         self._internalTopics: dict[str, int | None] = {}  # raw name -> enforced partition count
         self._copartitionGroups: list[set[str]] = []
         self._children: dict[str, list[str]] = {}
+        self._nullKeyPolicies: dict[str, _NullKeyPolicy] = {}
+        self._relaxedJoins: list[str] = []
 
     # ------------------------------------------------------------------ building
     def addSource(
@@ -204,6 +212,62 @@ class Topology:
     def _copartition(self, topics: set[str]) -> None:
         self._copartitionGroups.append(set(topics))
 
+    def _repartitionFilter(self, filterName: str) -> "_NullKeyPolicy":
+        """The null-key policy of a repartition topic's filter node (rule RP-2): drops null keys
+        until a relaxed join is added downstream."""
+        policy = self._nullKeyPolicies[filterName] = _NullKeyPolicy()
+        return policy
+
+    def _markRelaxedNullKeyJoin(self, name: str) -> None:
+        """``name`` is a join that accepts null keys (KIP-962 left joins; Kafka's
+        ``NULL_KEY_RELAXED_JOIN`` label): every repartition filter upstream of it, across
+        repartition topics, lets null keys through (Kafka ``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        if name not in self._relaxedJoins:
+            self._relaxedJoins.append(name)
+        seen, todo = set(), [name]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node in self._nullKeyPolicies:
+                self._nullKeyPolicies[node].dropNullKeys = False
+            spec = self._nodes[node]
+            todo.extend(getattr(spec, "parents", ()))
+            if isinstance(spec, SourceNodeSpec):
+                todo.extend(n.name for n in self._nodes.values()
+                            if isinstance(n, SinkNodeSpec) and n.topic in spec.topics and n.topic in self._internalTopics)
+
+    def _insertRepartitionBefore(self, nodeName: str, topic: str, filterName: str, filterSupplier,
+                                 sinkName: str, sourceName: str) -> None:
+        """Put ``filter -> sink(topic) | source(topic)`` between ``nodeName`` and its parents, the new
+        nodes placed right before it in insertion order. Used by ``StreamsBuilder.build`` to
+        repartition in front of a stateful processor (kspark's addition)."""
+        for name in (filterName, sinkName, sourceName):
+            if name in self._nodes:
+                raise TopologyException(f"Processor {name} is already added.")
+        for other in self._nodes.values():
+            if isinstance(other, SourceNodeSpec) and topic in other.topics:
+                raise TopologyException(f"Topic {topic} has already been registered by another source.")
+        target = self._nodes[nodeName]
+        parents = list(target.parents)
+        new = [ProcessorNodeSpec(filterName, filterSupplier, parents), SinkNodeSpec(sinkName, topic, [filterName]),
+               SourceNodeSpec(sourceName, [topic])]
+        for parent in parents:
+            children = self._children[parent]
+            children[children.index(nodeName)] = filterName
+        self._children[filterName], self._children[sinkName], self._children[sourceName] = [sinkName], [], [nodeName]
+        target.parents = [sourceName]
+        self._internalTopics[topic] = None
+        reordered: dict[str, NodeSpec] = {}
+        for name, spec in self._nodes.items():
+            if name == nodeName:
+                reordered.update((n.name, n) for n in new)
+            reordered[name] = spec
+        self._nodes = reordered
+        for join in self._relaxedJoins:  # the new filter may sit upstream of a relaxed join
+            self._markRelaxedNullKeyJoin(join)
+
     # ------------------------------------------------------------------ queries
     def children(self, name: str) -> list[str]:
         return self._children[name]
@@ -216,8 +280,23 @@ class Topology:
         return dict(self._internalTopics)
 
     def copartitionGroups(self) -> list[set[str]]:
-        """Sets of raw source topic names that must have the same partition count (rule J-6)."""
-        return [set(g) for g in self._copartitionGroups]
+        """Sets of raw source topic names that must have the same partition count (rule J-6).
+
+        Groups sharing a topic are merged as Kafka's ``InternalTopologyBuilder.copartitionGroups``
+        does: each registered group joins the group of its first already-seen topic.
+        """
+        groupOf: dict[str, set[str]] = {}
+        merged: list[set[str]] = []
+        for topics in self._copartitionGroups:
+            group = next((groupOf[t] for t in topics if t in groupOf), None)
+            if group is None:
+                group = set()
+                merged.append(group)
+            group.update(topics)
+            for t in topics:
+                groupOf[t] = group
+        unique = {id(g): g for g in groupOf.values()}
+        return [set(g) for g in merged if id(g) in unique]
 
     def sourceTopics(self) -> list[str]:
         """Topics read by sub-topologies (global topics excluded: ``globalTopics()``)."""
@@ -268,14 +347,12 @@ class Topology:
         groups: dict[str, list[NodeSpec]] = {}
         for spec in self._nodes.values():
             groups.setdefault(find(spec.name), []).append(spec)
-        # Kafka numbers node groups by their source node names in sorted order
-        # (InternalTopologyBuilder.makeNodeGroups), so ids are predictable.
-        def firstSource(nodes: list[NodeSpec]) -> tuple[int, str]:
-            names = sorted(n.name for n in nodes if isinstance(n, SourceNodeSpec))
-            return (0, names[0]) if names else (1, nodes[0].name)
+        # Kafka (since 2.4, KAFKA-9020) numbers node groups in the order their first node was
+        # added to the topology (InternalTopologyBuilder.makeNodeGroups walks nodeFactories), so
+        # upstream sub-topologies come first.
 
         result = []
-        for i, nodes in enumerate(sorted(groups.values(), key=firstSource)):
+        for i, nodes in enumerate(groups.values()):
             stores = []
             for n in nodes:
                 for s in getattr(n, "stores", []):
@@ -306,45 +383,37 @@ class TopologyDescription:
         return self._topology.subtopologies()
 
     def __str__(self) -> str:
+        from ._describe import describeSubtopologyNodes, javaHashOrder
+
         t = self._topology
-        parentsOf: dict[str, list[str]] = {n: [] for n in t._nodes}
-        for name, children in t._children.items():
-            for c in children:
-                parentsOf[c].append(name)
-        size: dict[str, int] = {}
-
-        def subtreeSize(name: str) -> int:  # Kafka's AbstractNode.size: 1 + sizes of successors
-            if name not in size:
-                size[name] = 1 + sum(subtreeSize(c) for c in t._children[name])
-            return size[name]
-
-        lines = ["Topologies:"]
+        parentsOf = {name: list(getattr(spec, "parents", [])) for name, spec in t._nodes.items()}
+        out = ["Topologies:\n "]
         for sub in t._nodeGroups():
             if sub.isGlobal:  # Kafka's GlobalStore.toString: source, processor, no blank line
                 source = next(n for n in sub.nodes if isinstance(n, SourceNodeSpec))
                 processor = next(n for n in sub.nodes if isinstance(n, ProcessorNodeSpec))
-                lines += [f"   Sub-topology: {sub.id} for global store (will not generate tasks)",
-                          f"    Source: {source.name} (topics: [{', '.join(source.topics)}])",
-                          f"      --> {processor.name}",
-                          f"    Processor: {processor.name} (stores: [{', '.join(processor.stores)}])",
-                          "      --> none", f"      <-- {source.name}"]
+                out.append(f"  Sub-topology: {sub.id} for global store (will not generate tasks)\n"
+                           f"    Source: {source.name} (topics: [{', '.join(source.topics)}])\n      --> {processor.name}\n"
+                           f"    Processor: {processor.name} (stores: [{', '.join(processor.stores)}])\n"
+                           f"      --> none\n      <-- {source.name}\n")
                 continue
-            lines.append(f"   Sub-topology: {sub.id}")
-            # Kafka's NODE_COMPARATOR: larger sub-tree first, then by name
-            for n in sorted(sub.nodes, key=lambda n: (-subtreeSize(n.name), n.name)):
-                children = t._children[n.name]
+            # Kafka: "Topologies:\n " then "  " + "Sub-topology: <id>\n" + nodes + "\n" for each
+            out.append(f"  Sub-topology: {sub.id}\n")
+            ordered, successors, predecessors = describeSubtopologyNodes([n.name for n in sub.nodes], parentsOf)
+            for name in ordered:
+                n = t._nodes[name]
+                succ = ", ".join(successors[name]) or "none"
+                pred = ", ".join(predecessors[name]) or "none"
                 if isinstance(n, SourceNodeSpec):
-                    lines.append(f"    Source: {n.name} (topics: [{', '.join(n.topics)}])")
+                    topics = ", ".join(javaHashOrder(n.topics, fromCollection=True))
+                    out.append(f"    Source: {name} (topics: [{topics}])\n      --> {succ}\n")
                 elif isinstance(n, ProcessorNodeSpec):
-                    lines.append(f"    Processor: {n.name} (stores: [{', '.join(n.stores)}])")
+                    stores = ", ".join(javaHashOrder(n.stores))
+                    out.append(f"    Processor: {name} (stores: [{stores}])\n      --> {succ}\n      <-- {pred}\n")
                 else:
-                    lines.append(f"    Sink: {n.name} (topic: {n.topic})")
-                if not isinstance(n, SinkNodeSpec):
-                    lines.append(f"      --> {', '.join(children) if children else 'none'}")
-                if not isinstance(n, SourceNodeSpec):
-                    lines.append(f"      <-- {', '.join(parentsOf[n.name])}")
-            lines.append("")
-        return "\n".join(lines) + "\n"
+                    out.append(f"    Sink: {name} (topic: {n.topic})\n      <-- {pred}\n")
+            out.append("\n")
+        return "".join(out)
 
     def __repr__(self) -> str:
         return str(self)

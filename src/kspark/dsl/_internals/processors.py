@@ -88,10 +88,16 @@ class KStreamPeek(ContextualProcessor):
 
 
 class RepartitionNullKeyFilter(ContextualProcessor):
-    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition."""
+    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition.
+
+    ``policy.dropNullKeys`` is False when a relaxed (left) join is downstream (KIP-962): null keys pass.
+    """
+
+    def __init__(self, policy=None) -> None:
+        self.dropNullKeys = True if policy is None else policy.dropNullKeys
 
     def process(self, record: Record) -> None:
-        if record.key() is None:
+        if self.dropNullKeys and record.key() is None:
             self.context().metrics().recordDropped(
                 self.context().taskId(), self.context().currentNode.name, "null key before repartition"
             )
@@ -103,19 +109,24 @@ class KTableSource(ContextualProcessor):
     """Materializes a changelog into a timestamped store and forwards ``Change`` (Kafka ``KTableSource``).
 
     Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
+    Not materialized (``storeName`` None) it forwards ``Change(value, None)``; the old value is
+    forwarded only when ``sendOldValues`` (a downstream subtractor or join asked for it).
     """
 
-    def __init__(self, storeName: str) -> None:
-        self.storeName = storeName
+    def __init__(self, storeName: str | None, sendOldValues: bool = True) -> None:
+        self.storeName, self.sendOldValues = storeName, sendOldValues
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        self.store = None if self.storeName is None else context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key = record.key()
         if key is None:
             _dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        if self.store is None:
+            self.context().forward(record.withValue(Change(record.value(), None)))
             return
         old = self.store.get(key)
         oldValue = None
@@ -128,7 +139,7 @@ class KTableSource(ContextualProcessor):
                 )
         value = record.value()
         self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
-        self.context().forward(record.withValue(Change(value, oldValue)))
+        self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)))
 
 
 class KTableToStream(ContextualProcessor):
@@ -144,12 +155,17 @@ class KStreamKTableJoin(ContextualProcessor):
     stream record's key and timestamp.
     """
 
-    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool) -> None:
+    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool, valueGetter=None) -> None:
         self.storeName, self.joiner, self.withKey, self.leftJoin = storeName, joiner, withKey, leftJoin
+        self.valueGetter = valueGetter  # a KTable value getter (ktable_processors) instead of the store
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = context.getStateStore(self.storeName)
+        if self.valueGetter is not None:
+            self.valueGetter.init(context)
+            self.store = self.valueGetter
+        else:
+            self.store = context.getStateStore(self.storeName)
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -186,6 +202,9 @@ class _ForwardingCache:
             return
         key = record.key()
         previous = self.dirty.pop(key, None)
+        if previous is not None and isinstance(record.value(), Change):
+            # the old value is the one before the last flush (Kafka reads it from the underlying store)
+            record = record.withValue(Change(record.value().newValue, previous[0].value().oldValue))
         self.dirty[key] = (record, existedInStore if previous is None else previous[1])
 
     def flush(self) -> None:
@@ -201,8 +220,11 @@ class KStreamAggregate(ContextualProcessor):
 
     Records with a null key or value are skipped and counted. The first record of a key starts
     from ``initializer()`` (reduce: from the value itself); the result's timestamp is the max of
-    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``.
+    the contributing input timestamps (rule T-17); forwards ``Change(newAgg, oldAgg)``, the old
+    aggregate only when a downstream KTable operation enabled old values (else None), as Kafka.
     """
+
+    sendOldValues = True  # Kafka: only when a downstream KTable operation enables it (MaterializedTableSupplier)
 
     def __init__(self, storeName: str, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.initializer, self.aggregator, self.reduce = storeName, initializer, aggregator, reduce
@@ -227,6 +249,7 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
+        oldAgg = oldAgg if self.sendOldValues else None  # set by the table's supplier when downstream asks
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
@@ -239,6 +262,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
     dropped for that window and counted ("Skipping record for expired window").
     """
+
+    sendOldValues = False
 
     def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
@@ -281,7 +306,8 @@ class KStreamWindowAggregate(ContextualProcessor):
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
-            self.cache.forward(Record(Windowed(key, window), Change(newAgg, None), timestamp, record.headers()), old is not None)
+            oldAgg = old.value if self.sendOldValues and old is not None else None
+            self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
 class KStreamSessionWindowAggregate(ContextualProcessor):
