@@ -9,6 +9,13 @@ every price see the valuation in force: the previous trading day's. The real-tim
 ``--threshold`` below it, at most once per company per trading day (a KeyValueStore in a
 processor: the seed's dedup).
 
+The company master (topic ``companies``: code -> name, sector, 1 partition) is the seed's
+other fix, a GlobalKTable: every task holds all of it, the price joins it by a key mapper
+(``price -> code``) without any co-partitioning, and kspark applies master updates in
+timestamp order with the prices of each task, so a price never misses an update older than it
+(the seed's 0.06 s race). Each master record is timestamped at the code's first publication in
+the valuation file. The run ends with a report of signals per sector per trading day.
+
 Default threshold 0.05: with EPS unchanged overnight, a 5 % lower PER is a 5 % fall from the
 previous close, a move that separates a real re-rating from ordinary intraday noise (a
 typical KOSPI stock moves 1-3 % a day) while still firing on days like the 2026-03-09
@@ -38,6 +45,7 @@ DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 PRICES_CSV = DATA / "krx_kospi_intraday_snapshots_2026-03-09_20.csv.gz"
 VALUATIONS_CSV = DATA / "kospi_valuation_daily_2026-03.csv"
 SIGNAL_STORE = "signal-company-state-store"
+COMPANY_STORE = "company-master"
 PRICE_PARTITIONS, VALUATION_PARTITIONS, SIGNAL_PARTITIONS = 5, 1, 5
 DEFAULT_THRESHOLD = 0.05
 
@@ -59,11 +67,16 @@ def realtimeValuation(price: dict, valuation: dict) -> dict:
     return {
         "code": price["code"], "name": price["name"], "trade_date": price["trade_date"],
         "snapshot_ts": price["snapshot_ts"], "close": close,
-        "valuation_date": valuation["date"], "sector": valuation["sector"],
+        "valuation_date": valuation["date"],
         "per_prev": float(valuation["per"]), "pbr_prev": float(valuation["pbr"]),
         "per_now": round(close / eps, 4) if eps > 0 else None,
         "pbr_now": round(close / bps, 4) if bps > 0 else None,
     }
+
+
+def withCompany(v: dict, company: dict) -> dict:
+    """Joiner with the company master: the listed name and the sector."""
+    return {**v, "name": company["name"], "sector": company["sector"]}
 
 
 def cheaperThan(threshold: float):
@@ -101,12 +114,15 @@ def buildTopology(threshold: float = DEFAULT_THRESHOLD, repartition: bool = True
             Repartitioned.as_("valuations-by-code").withNumberOfPartitions(PRICE_PARTITIONS)
         )
     table = valuations.toTable(materialized=Materialized.as_("valuations-in-force"))
+    companies = builder.globalTable("companies", Consumed.with_(Serdes.String(), Serdes.JSON()),
+                                    Materialized.as_(COMPANY_STORE))
     (
         builder.stream(
             "prices",
             Consumed.with_(Serdes.String(), Serdes.JSON()).withTimestampExtractor(SnapshotTimestampExtractor()),
         )
         .join(table, realtimeValuation, joined="join-valuation")
+        .join(companies, lambda code, v: v["code"], withCompany, named="join-company-master")
         .filter(cheaperThan(threshold), named="per-below-threshold")
         .process(SignalOncePerDay, SIGNAL_STORE, named="once-per-company-per-day")
         .to("signals", Produced.with_(Serdes.String(), Serdes.JSON()))
@@ -127,6 +143,16 @@ def readValuations() -> list[dict]:
     return sorted(rows, key=lambda r: r["source_commit_time"])
 
 
+def companyRecords(valuations: list[dict]) -> list[tuple[str, dict, int]]:
+    """The company master: latest name and sector per code, timestamped at the code's first
+    publication (``valuations`` sorted by publication time)."""
+    first, latest = {}, {}
+    for row in valuations:
+        first.setdefault(row["code"], epochMs(row["source_commit_time"]))
+        latest[row["code"]] = {"code": row["code"], "name": row["name"], "sector": row["sector"]}
+    return sorted(((code, latest[code], ts) for code, ts in first.items()), key=lambda r: (r[2], r[0]))
+
+
 def valuationRecord(row: dict) -> tuple[str, dict, int]:
     value = {k: row[k] for k in ("date", "code", "name", "sector", "per", "pbr", "eps", "bps")}
     return row["code"], value, epochMs(row["source_commit_time"])
@@ -134,18 +160,22 @@ def valuationRecord(row: dict) -> tuple[str, dict, int]:
 
 def loadTopics(topics, prices: list[dict], valuations: list[dict]) -> None:
     """Produce the inputs, as the seed's producers do: prices keyed by code into 5 partitions,
-    valuations into 1 partition with their publication time as record timestamp."""
+    valuations into 1 partition with their publication time as record timestamp, the company
+    master into 1 partition."""
     from kspark.runtime.partitioner import partitionForKey
 
     key, val = Serdes.String(), Serdes.JSON()
     topics.createTopic("prices", PRICE_PARTITIONS)
     topics.createTopic("valuations", VALUATION_PARTITIONS)
     topics.createTopic("signals", SIGNAL_PARTITIONS)
+    topics.createTopic("companies", 1)
     ingestion = int(time.time() * 1000)  # record timestamp = when loaded; event time is in the payload
     topics.produce("prices", [(key.serialize("prices", r["code"]), val.serialize("prices", r), ingestion)
                               for r in prices], partitioner=partitionForKey)
     topics.produce("valuations", [(key.serialize("valuations", k), val.serialize("valuations", v), ts)
                                   for k, v, ts in map(valuationRecord, valuations)], partitioner=partitionForKey)
+    topics.produce("companies", [(key.serialize("companies", k), val.serialize("companies", v), ts)
+                                 for k, v, ts in companyRecords(valuations)], partitioner=partitionForKey)
 
 
 def readSignals(topics) -> list[dict]:
@@ -193,8 +223,9 @@ def main(argv=None) -> int:
     topics = LocalTopics(args.work / "topics")
     prices, valuations = readPrices(args.limit), readValuations()
     loadTopics(topics, prices, valuations)
-    print(f"loaded {len(prices):,} price snapshots into 'prices' ({PRICE_PARTITIONS} partitions) and "
-          f"{len(valuations):,} daily valuations into 'valuations' ({VALUATION_PARTITIONS} partition)")
+    print(f"loaded {len(prices):,} price snapshots into 'prices' ({PRICE_PARTITIONS} partitions), "
+          f"{len(valuations):,} daily valuations into 'valuations' ({VALUATION_PARTITIONS} partition) and "
+          f"{topics.endOffset('companies', 0):,} companies into 'companies' (global table)")
 
     try:  # seed 004's bug: joining without co-partitioning must not start
         KafkaStreams(buildTopology(args.threshold, repartition=False), config(args)).start()
@@ -223,7 +254,7 @@ def nodeCount(metrics, node: str) -> int:
 def printSummary(topics, metrics, signals, inputRecords: int, runSeconds: float) -> None:
     import pandas as pd
 
-    read = {t: sum(topics.endOffsets(t).values()) for t in ("prices", "valuations")}
+    read = {t: sum(topics.endOffsets(t).values()) for t in ("prices", "valuations", "companies")}
     joined = nodeCount(metrics, "per-below-threshold")
     candidates = nodeCount(metrics, "once-per-company-per-day")
     drops = {(m.tag("processor-node-id"), m.tag("reason")): int(v) for m, v in metrics.items()
@@ -249,6 +280,19 @@ def printSummary(topics, metrics, signals, inputRecords: int, runSeconds: float)
         days.setdefault((s["code"], s["trade_date"]), 0)
         days[(s["code"], s["trade_date"])] += 1
     print(f"companies with more than one signal on a day: {sum(1 for n in days.values() if n > 1)}")
+    if signals:
+        print("signals per sector per trading day (sector from the company master, a GlobalKTable):")
+        print(sectorReport(signals).to_string())
+
+
+def sectorReport(signals: list[dict]):
+    """Signals per sector (rows, most signals first) per trading day (columns), with totals."""
+    import pandas as pd
+
+    frame = pd.DataFrame(signals)
+    table = pd.crosstab(frame["sector"], frame["trade_date"], margins=True, margins_name="total")
+    body = table.drop(index="total").sort_values("total", ascending=False, kind="stable")
+    return pd.concat([body, table.loc[["total"]]])
 
 
 if __name__ == "__main__":

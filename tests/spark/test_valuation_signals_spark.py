@@ -1,6 +1,7 @@
-"""The flagship job on Spark over a slice of the real KRX data: same signals as
-TopologyTestDriver, none twice per company and day, and a restart from the checkpoint
-that neither loses nor duplicates (rules J-1..J-6, E-3, T-11..T-14, RP-5)."""
+"""The flagship job on Spark over a slice of the real KRX data: same signals (and sector report,
+from the company-master GlobalKTable) as TopologyTestDriver, none twice per company and day, and
+a restart from the checkpoint that neither loses nor duplicates (rules J-1..J-8, E-3, T-11..T-14,
+RP-5)."""
 
 import sys
 import time
@@ -30,11 +31,13 @@ def inputs():
 def driverRun(inputs):
     """Signals and dedup store of TopologyTestDriver when records arrive in timestamp order."""
     prices, valuations = inputs
-    events = [(vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
+    # the company master first: on equal timestamps a global update precedes the stream record
+    events = [(ts, "companies", k, v) for k, v, ts in vs.companyRecords(valuations)]
+    events += [(vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
     events += [(ts, "valuations", k, v) for k, v, ts in map(vs.valuationRecord, valuations)]
     events.sort(key=lambda e: e[0])
     with TopologyTestDriver(vs.buildTopology()) as d:
-        topics = {"prices": d.createInputTopic("prices"), "valuations": d.createInputTopic("valuations")}
+        topics = {t: d.createInputTopic(t) for t in ("prices", "valuations", "companies")}
         for ts, topic, key, value in events:
             topics[topic].pipeInput(key, value, ts)
         records = d.createOutputTopic("signals").readRecordsToList()
@@ -79,6 +82,10 @@ def test_spark_run_gives_the_driver_signals_once_per_company_and_day(spark, tmp_
         day = dict(value)["trade_date"]
         perDay[(code, day)] = perDay.get((code, day), 0) + 1
     assert max(perDay.values()) == 1
+    # the sector report (sector from the company master GlobalKTable) equals the driver's
+    report = vs.sectorReport(vs.readSignals(topics))
+    assert report.equals(vs.sectorReport([dict(value) for _, _, value in expected]))
+    assert report.loc["total", "total"] == len(expected) and len(report) > 10
     metrics = streams.metrics()
     joined = sum(v for m, v in metrics.items() if m.name == "process-total" and m.tag("processor-node-id") == "per-below-threshold")
     assert 0 < joined < len(inputs[0])

@@ -274,3 +274,19 @@ def test_st6_persistent_store_expires_whole_segments_and_hides_old_sessions_from
     assert [kv.key for kv in store.findSessionsByEnd(0, 200)] == [W("a", 0, 3), W("a", 100, 100)]
     store.put(W("b", 130_000, 130_000), 3)          # segment 0 is now older than segmentId(129,990) = 2
     assert [kv.key for kv in store.findSessionsByEnd(0, 200_000)] == [W("b", 130_000, 130_000)]
+
+
+def test_sa11_st6_a_stream_time_jump_expires_a_segment_before_its_sessions_are_emitted():
+    """Emit on close with default retention gap + grace (here 5 ms): in Kafka the aggregate puts
+    the new session before ``maybeForwardFinalResult``, and the put of the time-ordered store
+    deletes every segment below ``segmentId(observedEnd - retention)`` (segments are
+    ``max(retention / 2, 60 s)`` wide, ``KeyValueSegments.getOrCreateSegmentIfLive``). So a jump
+    of more than one segment drops closed-but-unemitted sessions silently; ``fetchSessions`` does
+    not clamp by retention, so a smaller jump still emits them."""
+    _, out = run(finalTopology("emit-final"), [("a", "x", 0), ("a", "x", 3), ("b", "x", 50_000), ("c", "x", 200_000)])
+    # b@50000 closes [0,3] (segment 0 still live); c@200000 deletes segment 0 holding [50000,50000]
+    assert out == [TestRecord(W("a", 0, 3), 2, 3)]
+    _, out = run(finalTopology("emit-final"), [("a", "x", 0), ("c", "x", 59_000)])
+    assert out == [TestRecord(W("a", 0, 0), 1, 0)]     # segmentId(58,995) = 0: segment 0 lives, [0,0] emitted
+    _, out = run(finalTopology("emit-final"), [("a", "x", 0), ("c", "x", 60_005)])
+    assert out == []                                   # segmentId(60,000) = 1: segment 0 deleted first

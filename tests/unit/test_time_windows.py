@@ -67,3 +67,102 @@ def test_windowed_key_serde_round_trips_and_partitions_by_the_base_key():
     assert serde.deserialize("t", data) == Windowed("alice", TimeWindow(20, 30))
     assert str(Windowed("alice", TimeWindow(20, 30))) == "[alice@20/30]"
     assert partitionForKey(serde.baseKeyBytes(data), 5) == 4  # DP-3: "alice" -> 4 of 5
+
+
+def emitFinalTopology(windows, caching=True):
+    from kspark import Consumed, EmitStrategy
+
+    b = StreamsBuilder()
+    materialized = Materialized.as_("w").withValueSerde(Serdes.String())
+    if not caching:
+        materialized = materialized.withCachingDisabled()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().windowedBy(windows)
+     .emitStrategy(EmitStrategy.onWindowClose())
+     .aggregate(lambda: "0", lambda k, v, agg: agg + "+" + v, materialized=materialized)
+     .toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), windows.size()),
+                                          Serdes.String())))
+    return b.build()
+
+
+def pipe(topology, records):
+    with TopologyTestDriver(topology) as d:
+        i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+        outputs = []
+        for k, v, ts in records:
+            i.pipeInput(k, v, ts)
+            outputs.append([(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()])
+        return outputs
+
+
+def W(key, start, end):
+    return Windowed(key, TimeWindow(start, end))
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_kip825_emit_final_time_windows_as_kafkas_should_emit_with_interval0(caching):
+    """Kafka ``KStreamWindowAggregateTest.shouldEmitWithInterval0``: size 10, advance 5, grace 5;
+    each window is forwarded once with its final aggregate and *its own* timestamp (the max
+    input timestamp, T-18), by start then key. [5,15) leaves with D@20 although the store's
+    observed window start (20) minus retention (15) is 5: the time-ordered read keeps that bound."""
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeAndGrace(10, 5).advanceBy(5), caching),
+               [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15), ("D", "4", 20)])
+    assert out == [[], [], [], [(W("A", 0, 10), "0+1+1", 5)],
+                   [(W("A", 5, 15), "0+1", 5), (W("B", 5, 15), "0+2", 10)]]
+
+
+def test_kip825_emit_final_waits_until_a_new_window_closes():
+    """Kafka ``shouldNotEmitFinalIfNotProgressEnough``: after C@15 (close time 10) only windows
+    ending by 10 leave; D@15 does not advance the close time; E@19 advances it to 14 but no new
+    window ends by then (``shouldRangeFetch``); F@20 closes [5,15)."""
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeAndGrace(10, 5).advanceBy(5)),
+               [("A", "1", 0), ("B", "2", 5), ("C", "3", 15), ("D", "4", 15), ("E", "5", 19), ("F", "6", 20)])
+    assert out == [[], [], [(W("A", 0, 10), "0+1", 0), (W("B", 0, 10), "0+2", 5)], [], [],
+                   [(W("B", 5, 15), "0+2", 5)]]
+
+
+def test_kip825_emit_final_drops_late_records_and_never_re_emits_a_window():
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeWithNoGrace(10)),
+               [("A", "1", 3), ("A", "2", 10), ("A", "3", 4), ("A", "4", 25), (None, "5", 40), ("B", "6", 31)])
+    # A@4 is late for [0,10) (close time 10): dropped; a null key neither aggregates nor emits
+    assert out == [[], [(W("A", 0, 10), "0+1", 3)], [], [(W("A", 10, 20), "0+2", 10)], [],
+                   [(W("A", 20, 30), "0+4", 25)]]
+
+
+def test_kip825_dsl_count_with_default_retention_as_kafkas_time_windowed_kstream_impl_test():
+    """``TimeWindowedKStreamImplTest.shouldCountWindowed`` (emit final): tumbling 500 ms, no
+    grace, default retention 500: at 1000 the windows starting at 500 leave although the store's
+    observed start (1000) minus retention is exactly 500."""
+    from kspark import Consumed, EmitStrategy
+
+    b = StreamsBuilder()
+    serde = WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 500)
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(500)).emitStrategy(EmitStrategy.onWindowClose()).count()
+     .toStream().to("out", Produced.with_(serde, Serdes.Long())))
+    with TopologyTestDriver(b.build()) as d:
+        i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+        for k, v, ts in [("1", "1", 10), ("1", "2", 15), ("1", "3", 500), ("2", "10", 550), ("2", "20", 500),
+                         ("2", "30", 1000)]:
+            i.pipeInput(k, v, ts)
+        assert [(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out", serde, Serdes.Long()).readRecordsToList()] == [
+            (W("1", 0, 500), 2, 15), (W("1", 500, 1000), 1, 500), (W("2", 500, 1000), 2, 550)]
+
+
+def test_kip825_a_stream_time_jump_past_the_retention_hides_unemitted_windows():
+    """[inferred from Kafka's source] The emit read of the time-ordered window store starts at
+    ``observedStart - retention`` (``getActualFrom``), observedStart being the largest window
+    start put. With default retention (size + grace) a jump of more than about one window makes
+    windows that closed during the jump invisible before they are emitted: here [0,10) is never
+    forwarded. A longer ``Materialized.withRetention`` keeps them."""
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeWithNoGrace(10)), [("A", "1", 5), ("A", "2", 35)])
+    assert out == [[], []]
+
+    from kspark import Consumed, EmitStrategy
+
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(10)).emitStrategy(EmitStrategy.onWindowClose())
+     .aggregate(lambda: "0", lambda k, v, agg: agg + "+" + v,
+                materialized=Materialized.as_("w").withValueSerde(Serdes.String()).withRetention(100))
+     .toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 10), Serdes.String())))
+    assert pipe(b.build(), [("A", "1", 5), ("A", "2", 35)]) == [[], [(W("A", 0, 10), "0+1", 5)]]

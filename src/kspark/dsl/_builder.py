@@ -11,6 +11,7 @@ from ._internals.processors import RepartitionNullKeyFilter
 log = logging.getLogger("kspark.dsl")
 
 if TYPE_CHECKING:
+    from ._global_ktable import GlobalKTable
     from ._kstream import KStream
     from ._ktable import KTable
 
@@ -99,6 +100,36 @@ class StreamsBuilder:
             timestampExtractor=consumed.timestampExtractor,
         )
         return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic}, consumed)
+
+    def globalTable(self, topic: str, consumed: Consumed | Materialized | None = None,
+                    materialized: Materialized | None = None) -> "GlobalKTable":
+        """A ``GlobalKTable`` of all partitions of ``topic`` (Kafka ``StreamsBuilder#globalTable``;
+        ``globalTable(topic, materialized)`` works too).
+
+        Naming as Kafka's: store ``materialized``'s name or ``<topic>-STATE-STORE-<n>``; source
+        ``KSTREAM-SOURCE-<n>`` and processor ``KTABLE-SOURCE-<n>`` (``<name>-source`` and
+        ``<name>`` with ``Consumed.as_(name)``). The store always uses ``consumed``'s serdes
+        (default serdes when unset). Null-key records are skipped and counted; a null value
+        deletes the key. The store is read-only to other processors, needs no connection, and is
+        updated in timestamp order with every task's stream records (see ``GlobalKTable``).
+        """
+        from ._global_ktable import globalTable
+
+        return globalTable(self, topic, consumed, materialized)
+
+    def addGlobalStore(self, storeBuilder: StoreBuilder, topic: str, consumed: Consumed | None,
+                       stateUpdateSupplier) -> "StreamsBuilder":
+        """A global store fed by ``stateUpdateSupplier()``'s processor from every partition of
+        ``topic`` (Kafka ``StreamsBuilder#addGlobalStore``): source ``KSTREAM-SOURCE-<n>`` and
+        processor ``KTABLE-SOURCE-<n>`` unless ``consumed`` names them."""
+        consumed = consumed or Consumed()
+        sourceName = self._newProcessorName("KSTREAM-SOURCE-")
+        if consumed.name is not None:
+            sourceName = f"{consumed.name}-source"
+        processorName = consumed.name or self._newProcessorName("KTABLE-SOURCE-")
+        self._topology.addGlobalStore(storeBuilder, sourceName, consumed.keySerde, consumed.valueSerde, topic,
+                                      processorName, stateUpdateSupplier, consumed.timestampExtractor)
+        return self
 
     def addStateStore(self, builder: StoreBuilder) -> "StreamsBuilder":
         """Add a store for ``KStream.process(supplier, storeName)`` (Kafka ``StreamsBuilder#addStateStore``)."""

@@ -121,6 +121,16 @@ class TimeWindowedKStream:
     def __init__(self, grouped: KGroupedStream, windows) -> None:
         self._grouped = grouped
         self._windows = windows
+        self._emitFinal = False
+
+    def emitStrategy(self, emitStrategy) -> "TimeWindowedKStream":
+        """``EmitStrategy.onWindowClose()``: forward each window once, after stream time passes its
+        end + grace, with its final aggregate and no updates before (Kafka KIP-825,
+        ``KStreamWindowAggregate``); ``onWindowUpdate()`` (the default) forwards every update."""
+        from ._suppress import EmitStrategy
+
+        self._emitFinal = emitStrategy.type() == EmitStrategy.ON_WINDOW_CLOSE
+        return self
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys skipped and counted; late records dropped per
@@ -153,6 +163,8 @@ class TimeWindowedKStream:
                 f"retention=[{retention}]"
             )
 
+        emitFinal = self._emitFinal
+
         def storeBuilder(storeName):
             return Stores.windowStoreBuilder(
                 Stores.persistentWindowStore(storeName, retention, windows.size()),
@@ -161,7 +173,8 @@ class TimeWindowedKStream:
 
         table = self._grouped._aggregate(
             prefix, named, materialized,
-            lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce, materialized.caching),
+            lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce, materialized.caching,
+                                                 emitFinal),
             storeBuilder,
         )
         table._windowCloseDuration = windows.gracePeriodMs()  # SU-1

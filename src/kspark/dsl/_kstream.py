@@ -193,8 +193,13 @@ class KStream:
             stream = self._repartitionThrough(name, Repartitioned.with_(materialized.keySerde, materialized.valueSerde))
         return KTable._materialize(self._builder, stream._name, name, storeName, materialized, stream._sourceTopics)
 
-    def join(self, table: KTable, joiner: Callable, joined=None) -> "KStream":
-        """Inner join with ``table``: for each stream record whose key has a table value, forward
+    def join(self, table, *args, **kwargs) -> "KStream":
+        """``join(globalTable, keySelector, joiner, named=None)``: inner join with a ``GlobalKTable``
+        looking up ``keySelector(key, value)``; no repartitioning or co-partitioning (rules J-7,
+        J-8: a null mapped key or value is dropped and counted; a null stream key with a mapped
+        key joins). Mirrors Kafka ``KStream#join(GlobalKTable, KeyValueMapper, ValueJoiner)``.
+
+        ``join(table, joiner, joined=None)``: inner join with ``table``: for each stream record whose key has a table value, forward
         ``joiner(value, tableValue)`` (or ``joiner(key, value, tableValue)``, Kafka's
         ``ValueJoinerWithKey``) with the stream record's key and timestamp.
 
@@ -204,17 +209,27 @@ class KStream:
         application fail to start with ``TopologyException("Invalid topology: Topics not
         co-partitioned: [...]")``. Mirrors Kafka ``KStream#join(KTable, ValueJoiner)``.
         """
-        return self._joinTable(table, joiner, joined, leftJoin=False)
+        return self._dispatchJoin(table, args, kwargs, leftJoin=False)
 
-    def leftJoin(self, table: KTable, joiner: Callable, joined=None) -> "KStream":
-        """Left join with ``table``: like ``join`` but ``tableValue`` is ``None`` when the key has no
-        table value, and a null-key record with a value is joined rather than dropped (KIP-962).
-        Mirrors Kafka ``KStream#leftJoin(KTable, ValueJoiner)``."""
-        return self._joinTable(table, joiner, joined, leftJoin=True)
+    def leftJoin(self, table, *args, **kwargs) -> "KStream":
+        """Left join with ``table`` (``leftJoin(table, joiner, joined=None)``) or with a
+        ``GlobalKTable`` (``leftJoin(globalTable, keySelector, joiner, named=None)``): like
+        ``join`` but ``tableValue`` is ``None`` when there is no table value, and a null-key
+        record with a value is joined rather than dropped (KIP-962; J-8 for global tables: a
+        non-null key whose mapped key is null is still dropped). Mirrors Kafka
+        ``KStream#leftJoin(KTable, ValueJoiner)`` / ``leftJoin(GlobalKTable, KeyValueMapper, ValueJoiner)``."""
+        return self._dispatchJoin(table, args, kwargs, leftJoin=True)
 
-    def _joinTable(self, table: KTable, joiner: Callable, joined, leftJoin: bool) -> "KStream":
+    def _dispatchJoin(self, table, args, kwargs, leftJoin: bool) -> "KStream":
+        from ._global_ktable import GlobalKTable, globalTableJoin
+
+        if isinstance(table, GlobalKTable):
+            return globalTableJoin(self, table, *args, leftJoin=leftJoin, **kwargs)
+        return self._joinTable(table, *args, leftJoin=leftJoin, **kwargs)
+
+    def _joinTable(self, table: KTable, joiner: Callable, joined=None, *, leftJoin: bool) -> "KStream":
         if not isinstance(table, KTable):
-            raise TypeError("join/leftJoin take a KTable")
+            raise TypeError("join/leftJoin take a KTable or a GlobalKTable")
         if table._builder is not self._builder:
             raise TopologyException("KStream and KTable must come from the same StreamsBuilder")
         n = arity(joiner)

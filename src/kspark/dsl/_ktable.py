@@ -83,7 +83,9 @@ class KTable:
 
     def suppress(self, suppressed) -> "KTable":
         """Hold back updates (Kafka ``KTable#suppress``); with ``Suppressed.untilWindowCloses`` each
-        window's final result is forwarded once it closes, tombstones dropped (rules SU-1..SU-4).
+        window's final result is forwarded once it closes, tombstones dropped (rules SU-1..SU-4);
+        with ``Suppressed.untilTimeLimit`` each key's latest update once stream time passes its
+        first buffered update's timestamp + the limit, tombstones kept (SU-5).
 
         Raises
         ------
@@ -93,11 +95,14 @@ class KTable:
         """
         from ._internals.processors import KTableSuppress
 
-        if self._windowCloseDuration is None:
+        untilWindowCloses = suppressed.timeLimitMs is None
+        if untilWindowCloses and self._windowCloseDuration is None:
             raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
         name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
-        duration, config = self._windowCloseDuration, suppressed.bufferConfig
-        supplier = KTableSuppressSupplier(self, lambda: KTableSuppress(duration, config, name))
+        duration = self._windowCloseDuration if untilWindowCloses else suppressed.timeLimitMs
+        config, storeName = suppressed.bufferConfig, self._storeName
+        supplier = KTableSuppressSupplier(
+            self, lambda: KTableSuppress(duration, config, name, untilWindowCloses, untilWindowCloses, storeName))
         self._builder._topology.addProcessor(name, supplier, self._name)
         return KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None)
 

@@ -50,6 +50,8 @@ class RecordQueue:
     a record with a negative extracted timestamp is dropped and counted.
     """
 
+    isGlobal = False  # a queue of a global topic-partition: picked in time order, no stream time
+
     def __init__(
         self,
         topic: str,
@@ -195,6 +197,6 @@ class PartitionGroup:
         if best is None:
             return None, None
         record = best.poll()
-        if record.timestamp > self.streamTime:
+        if record.timestamp > self.streamTime and not best.isGlobal:  # global updates are not task input
             self.streamTime = record.timestamp
         return record, best

@@ -16,6 +16,7 @@ from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
+from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
 from .metrics import NODE_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
@@ -95,6 +96,9 @@ class _Context(ProcessorContext):
 
     def getStateStore(self, name: str) -> Any:
         node = self.currentNode
+        if name in self._task.globalStoreNames:  # E-1: no connection needed; read-only but to its updater
+            store = self._task.stores[name]
+            return store if node is not None and name in self._task.storesOf.get(node.name, ()) else ReadOnlyStore(store)
         if node is None or name not in self._task.storesOf.get(node.name, ()):
             nodeName = node.name if node else None
             raise StreamsException(
@@ -212,6 +216,7 @@ class StreamTask:
         nodes: dict[str, _Node] = {}
         self._processors: list = []
         queues: list[RecordQueue] = []
+        globalQueues: list[RecordQueue] = []
         self.queueOf: dict[str, RecordQueue] = {}
         self._nullKeyCounters: dict[str, Any] = {}
         for spec in subtopology.nodes:
@@ -221,7 +226,9 @@ class StreamTask:
             )
             if isinstance(spec, SourceNodeSpec):
                 node.process = self._forwarder(node)
-                for topic in spec.topics:
+                if spec.isGlobal:  # one queue per partition of a global topic (see GlobalKTable)
+                    globalQueues += globalRecordQueues(self, spec, node, topicName, numPartitions, config)
+                for topic in spec.topics if not spec.isGlobal else ():
                     physical = topicName(topic)
                     if partition >= numPartitions(physical):
                         # Kafka: a task only reads the partitions that exist; with topics of different
@@ -254,7 +261,9 @@ class StreamTask:
         for spec in subtopology.nodes:
             for parent in getattr(spec, "parents", []):
                 nodes[parent].children.append(nodes[spec.name])
-        self.partitionGroup = PartitionGroup(queues, config.get(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG))
+        self.globalStoreNames = globalStoreNamesOf(subtopology)
+        # global queues first: on equal timestamps a global update is applied before the stream record
+        self.partitionGroup = PartitionGroup(globalQueues + queues, config.get(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG))
         self._queues = {PunctuationType.STREAM_TIME: PunctuationQueue(), PunctuationType.WALL_CLOCK_TIME: PunctuationQueue()}
         self._registered: dict[tuple, int] = {}  # (node, type, interval) -> schedules registered so far
         self._cancellables: dict[tuple, Cancellable] = {}

@@ -6,7 +6,9 @@ Source options
     ``root`` (LocalTopics directory), ``topics`` (comma-separated names) and optionally
     ``maxRecordsPerTrigger`` (records per micro-batch across all partitions, shared fairly) and
     ``heartbeat`` (``"true"``: outside availableNow, every trigger plans a micro-batch even without
-    new records, so tasks run their wall-clock punctuators). Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
+    new records, so tasks run their wall-clock punctuators) and ``unlimitedTopics``
+    (comma-separated topics always read to their end, outside ``maxRecordsPerTrigger``: the
+    global topics, so a global partition is caught up in every batch). Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
     offset order (``lag`` null), then one marker row (``offset`` -1, ``timestamp`` 0, null
     bytes) whose ``lag`` is how many records of that topic-partition were already in the log
     when the batch was planned but lie beyond the batch (0 = caught up).
@@ -181,6 +183,7 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self._maxRecordsPerTrigger = int(maxRecords)
         self._availableNowTargets: dict[str, int] | None = None
         self._heartbeat = options.get("heartbeat", "false").lower() == "true"
+        self._unlimited = {t.strip() for t in options.get("unlimitedTopics", "").split(",") if t.strip()}
 
     def _endOffsets(self) -> dict[str, int]:
         return {_offsetKey(t, p): self._topics.endOffset(t, p) for t, p in self._partitions}
@@ -213,7 +216,9 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         starts = {key: start.get(key, 0) for key in ends}
         available = {key: max(0, ends[key] - starts[key]) for key in ends}
         if isinstance(limit, ReadMaxRows):
-            taken = _fairShares(available, limit.max_rows)
+            unlimited = {key for key in available if key.rsplit("/", 1)[0] in self._unlimited}
+            taken = _fairShares({k: n for k, n in available.items() if k not in unlimited}, limit.max_rows)
+            taken.update({key: available[key] for key in unlimited})
         else:
             taken = available
         # The log ends seen now are part of the batch's offsets (written to Spark's offset log

@@ -62,6 +62,14 @@ class KafkaStreams:
     ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each
     input partition's lag as known when the batch was planned: a task waits (keeping records in
     its state) while a partition with known lag has no data in the batch.
+
+    Global stores (``GlobalKTable``, ``addGlobalStore``): every task of every sub-topology
+    reads all partitions of the global topics (each global row goes to every task; a global
+    topic is read to its end in every micro-batch, outside ``kspark.max.records.per.trigger``,
+    so stream records never wait for a global backlog to trickle in) and keeps
+    its own copy of the store in its checkpointed state; global records are applied in
+    timestamp order with the task's stream records (``kspark.runtime.global_state``), not
+    restored to the log end first as Kafka's global thread does.
     """
 
     CREATED, RUNNING, NOT_RUNNING, ERROR = "CREATED", "RUNNING", "NOT_RUNNING", "ERROR"
@@ -179,6 +187,10 @@ class KafkaStreams:
         import pickle
 
         sub = next((s for s in self._topology.subtopologies() if storeName in s.stores), None)
+        if sub is None and storeName in self._topology.globalStoreNames():
+            # every task of every sub-topology holds a copy of a global store; read the tasks of
+            # the first sub-topology (their copies agree once they have caught up)
+            sub = next(iter(self._topology.subtopologies()), None)
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
         builder = self._topology.storeBuilders()[storeName]
@@ -222,20 +234,28 @@ class KafkaStreams:
                         f"Internal topic {physical[topic]} has {existing} partitions but the topology needs {n}; "
                         "partition counts cannot change for an existing application."
                     )
+        missingGlobal = sorted(t for t in topology.globalTopics() if not external.get(t))
+        if missingGlobal:
+            raise StreamsException(f"Missing source topics: {missingGlobal}. Create them before starting the application.")
+        globalSubs = topology.globalSubtopologies()
+        globalTopics = [physical[t] for t in topology.globalTopics()]
         plans = []
         for sub in _upstreamFirst(topology.subtopologies()):
             numTasks = max(counts[t] for t in sub.sourceTopics)
             shuffle = numTasks
             keys = balancedTaskKeys(numTasks, shuffle)
+            stores = sub.stores + [n for g in globalSubs for n in g.stores]
             plans.append({
                 "applicationId": self._appId,
-                "subtopology": sub,
-                "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in sub.stores},
+                # every task runs the global stores' nodes too (kspark.runtime.global_state)
+                "subtopology": Subtopology(sub.id, sub.nodes + [n for g in globalSubs for n in g.nodes], stores),
+                "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in stores},
                 "config": self._config,
                 "taskOfKey": {k: t for t, k in enumerate(keys)},
                 "topicName": physical,
                 "partitionCounts": {physical[t]: n for t, n in counts.items()},
-                "sources": [physical[t] for t in sub.sourceTopics],
+                "sources": [physical[t] for t in sub.sourceTopics] + globalTopics,
+                "globalSources": globalTopics,
                 "shufflePartitions": shuffle,
             })
         return plans
@@ -307,15 +327,29 @@ class KafkaStreams:
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
+        if plan["globalSources"]:  # read global topics to their end in every batch (see GlobalKTable)
+            reader = reader.option("unlimitedTopics", ",".join(plan["globalSources"]))
         if "processingTime" in trigger:  # wall-clock punctuation needs a batch per trigger
             reader = reader.option("heartbeat", "true")
         keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
         taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),
                                F.col("partition"))
         spark.conf.set("spark.sql.shuffle.partitions", str(plan["shufflePartitions"]))
+        rows = reader.load()
+        if plan["globalSources"]:
+            # A global topic's rows (all partitions, marker rows included) go to every task of
+            # the sub-topology, with topic "<topic>@<partition>": the task's queue of that
+            # global partition (kspark.runtime.global_state.globalQueueKey).
+            isGlobal = F.col("topic").isin(*plan["globalSources"])
+            everyTask = F.array(*[F.lit(k) for k in sorted(plan["taskOfKey"])])
+            rows = (rows.withColumn("task", F.explode(F.when(isGlobal, everyTask).otherwise(F.array(taskKey))))
+                    .withColumn("topic", F.when(isGlobal, F.concat(F.col("topic"), F.lit("@"), F.col("partition").cast("string")))
+                                .otherwise(F.col("topic"))))
+        else:
+            rows = rows.withColumn("task", taskKey)
         out = (
-            reader.load()
-            .withColumn("task", taskKey.cast("int"))
+            rows
+            .withColumn("task", F.col("task").cast("int"))
             .groupBy("task")
             .transformWithStateInPandas(TaskStatefulProcessor(plan), OUTPUT_SCHEMA, "Append", "None")
         )
@@ -333,7 +367,7 @@ class KafkaStreams:
 
 
 def _allTopics(topology: Topology) -> list[str]:
-    topics: list[str] = []
+    topics: list[str] = list(topology.globalTopics())
     for sub in topology.subtopologies():
         for t in sub.sourceTopics + sub.sinkTopics:
             if t not in topics:

@@ -221,7 +221,9 @@ class WindowStore(_TimeOrderedStoreBase):
         else:
             self._data[(windowStartTimestamp, kb)] = (key, value)
         if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
-            self._data = {k: v for k, v in self._data.items() if self._live(k[0])}
+            # keep the window starting exactly at observed - retention: the time-ordered read of
+            # emit-final (_fetchAllTimeFirst) still returns it
+            self._data = {k: v for k, v in self._data.items() if k[0] >= self._observed - self._retentionMs}
             self._purgedAt = self._observed
 
     def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
@@ -235,6 +237,28 @@ class WindowStore(_TimeOrderedStoreBase):
 
         return KeyValueIterator([KeyValue(start, v) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
+        """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window starting in
+        ``[timeFrom, timeTo]``, by start then serialized key (Kafka ``WindowStore#fetchAll``)."""
+        return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs + 1)
+
+    def _fetchAllTimeFirst(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
+        """``fetchAll`` as Kafka's time-ordered window store (the emit-final store) reads it: its
+        lower bound is clamped to ``observedStreamTime - retention`` inclusive
+        (``AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom`` for the time-first
+        schema), so the window that closes exactly as it leaves the retention is still emitted."""
+        return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs)
+
+    def _windowsFrom(self, timeFrom: int, timeTo: int, oldest: int) -> KeyValueIterator:
+        from ..dsl._windows import TimeWindow, Windowed
+        from ..keyvalue import KeyValue
+
+        lower = max(timeFrom, oldest)
+        return KeyValueIterator([
+            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), v)
+            for (start, _), (key, v) in sorted(self._data.items()) if lower <= start <= timeTo
+        ])
 
     def all(self) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window."""

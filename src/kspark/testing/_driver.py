@@ -7,6 +7,7 @@ from .._duration import toMillis
 from ..config import StreamsConfig
 from ..keyvalue import KeyValue
 from ..runtime.metrics import MetricName
+from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import StreamTask
 from ..serialization import Serde
@@ -195,7 +196,8 @@ class TopologyTestDriver:
     Rules TTD-1..TTD-4: every topic has one partition; the whole topology is one task
     (``0_0``); after each piped record the driver processes until nothing is processable,
     re-feeding records written to repartition topics into the task, so stream time and stores
-    see records exactly as a single-partition Kafka Streams application would.
+    see records exactly as a single-partition Kafka Streams application would. A record piped
+    into a global topic updates the global store at once, before the call returns (TTD-4).
 
     Parameters
     ----------
@@ -216,13 +218,14 @@ class TopologyTestDriver:
         self._wallClock = initialWallClockTime
         self._topology = topology
         self._internal = {Topology.decorate(self._appId, t, True) for t in topology.internalTopics()}
-        whole = Subtopology(0, [n for s in topology.subtopologies() for n in s.nodes],
+        whole = Subtopology(0, [n for s in topology.subtopologies() + topology.globalSubtopologies() for n in s.nodes],
                             list(topology.storeBuilders()))
         self._task = StreamTask(
             "0_0", whole, topology.storeBuilders(), self._config, 0,
             lambda t: Topology.decorate(self._appId, t, t in topology.internalTopics()),
             lambda t: 1,
         )
+        self._globalTopics = set(topology.globalTopics())
         for queue in self._task.queueOf.values():
             queue.lag = 0  # everything piped is available at once: never wait for a partition
         self._offsets: dict[str, int] = {}
@@ -236,11 +239,11 @@ class TopologyTestDriver:
                          autoAdvance: int | timedelta = 0) -> TestInputTopic:
         """An input topic; ``None`` serdes use ``default.key.serde``/``default.value.serde`` (or the
         source's serdes when the topic is read by exactly one source with its own serdes)."""
-        if topicName not in self._task.queueOf:
+        q = self._task.queueOf.get(topicName) or self._task.queueOf.get(globalQueueKey(topicName, 0))
+        if q is None:
             raise ValueError(f"Unknown topic: {topicName}")
         if isinstance(startTimestamp, datetime):
             startTimestamp = int(startTimestamp.timestamp() * 1000)
-        q = self._task.queueOf[topicName]
         return TestInputTopic(
             self, topicName, keySerializer or q._keySerde, valueSerializer or q._valueSerde,
             self._wallClock if startTimestamp is None else startTimestamp, toMillis(autoAdvance, "autoAdvance"),
@@ -260,6 +263,13 @@ class TopologyTestDriver:
 
     # ------------------------------------------------------------------ processing
     def _pipeRecord(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: tuple) -> None:
+        if topic in self._globalTopics:  # TTD-4: a global record updates the global store at once
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            self._task.addRecords(globalQueueKey(topic, 0), [RawRecord(offset, timestamp, key, value, headers)], lag=0)
+            applyGlobalRecords(self._task)
+            self._routeProduced()
+            return
         self._enqueue(topic, key, value, timestamp, headers)
         self._completeAllProcessableWork()
 

@@ -22,6 +22,7 @@ class SourceNodeSpec:
     keySerde: Serde | None = None
     valueSerde: Serde | None = None
     timestampExtractor: TimestampExtractor | None = None
+    isGlobal: bool = False  # the source of a global store (addGlobalStore / globalTable)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Subtopology:
     id: int
     nodes: list[NodeSpec]
     stores: list[str]
+    isGlobal: bool = False  # a global store's group: "for global store (will not generate tasks)"
 
     @property
     def sourceTopics(self) -> list[str]:
@@ -155,6 +157,38 @@ class Topology:
                 raise TopologyException(f"StateStore {store} is not added yet.")
             if store not in node.stores:
                 node.stores.append(store)
+        return self
+
+    def addGlobalStore(
+        self,
+        storeBuilder: StoreBuilder,
+        sourceName: str,
+        keyDeserializer: Serde | None,
+        valueDeserializer: Serde | None,
+        topic: str,
+        processorName: str,
+        stateUpdateSupplier: Callable[[], Any],
+        timestampExtractor: TimestampExtractor | None = None,
+    ) -> "Topology":
+        """Add a global store fed from every partition of ``topic`` by ``stateUpdateSupplier()``'s
+        processor (Kafka ``Topology#addGlobalStore``; ``None`` serdes use the defaults).
+
+        The source and processor form a group of their own ("Sub-topology: N for global store
+        (will not generate tasks)"); any processor may read the store with ``getStateStore``
+        without being connected to it. How hosts keep it up to date: see ``kspark.dsl.GlobalKTable``.
+
+        Raises
+        ------
+        TopologyException
+            If a name is taken, the topic is already a source, or ``sourceName == processorName``.
+        """
+        if sourceName == processorName:
+            raise TopologyException("sourceName and processorName must be different.")
+        self.addSource(sourceName, topic, keySerde=keyDeserializer, valueSerde=valueDeserializer,
+                       timestampExtractor=timestampExtractor)
+        self._nodes[sourceName].isGlobal = True
+        self.addProcessor(processorName, stateUpdateSupplier, sourceName)
+        self.addStateStore(storeBuilder, processorName)
         return self
 
     def _addNode(self, spec: NodeSpec, parents) -> None:
@@ -265,13 +299,29 @@ class Topology:
         return [set(g) for g in merged if id(g) in unique]
 
     def sourceTopics(self) -> list[str]:
-        return [t for n in self._nodes.values() if isinstance(n, SourceNodeSpec) for t in n.topics]
+        """Topics read by sub-topologies (global topics excluded: ``globalTopics()``)."""
+        return [t for n in self._nodes.values() if isinstance(n, SourceNodeSpec) and not n.isGlobal for t in n.topics]
+
+    def globalTopics(self) -> list[str]:
+        """Topics of global stores (``addGlobalStore``, ``StreamsBuilder.globalTable``)."""
+        return [t for n in self._nodes.values() if isinstance(n, SourceNodeSpec) and n.isGlobal for t in n.topics]
 
     def subtopologies(self) -> list[Subtopology]:
         """Nodes grouped as Kafka groups them: connected by a parent edge or a shared store.
 
-        Sub-topologies are numbered in the order of their first node.
+        Numbered as Kafka numbers node groups (by sorted source names), global-store groups
+        included; those are left out here (they generate no tasks): ``globalSubtopologies()``.
         """
+        return [s for s in self._nodeGroups() if not s.isGlobal]
+
+    def globalSubtopologies(self) -> list[Subtopology]:
+        """The groups of global stores: a global source and its state-update processor."""
+        return [s for s in self._nodeGroups() if s.isGlobal]
+
+    def globalStoreNames(self) -> set[str]:
+        return {store for s in self.globalSubtopologies() for store in s.stores}
+
+    def _nodeGroups(self) -> list[Subtopology]:
         parent = {n: n for n in self._nodes}
 
         def find(x: str) -> str:
@@ -308,7 +358,9 @@ class Topology:
                 for s in getattr(n, "stores", []):
                     if s not in stores:
                         stores.append(s)
-            result.append(Subtopology(i, nodes, stores))
+            sub = Subtopology(i, nodes, stores)
+            sub.isGlobal = any(isinstance(n, SourceNodeSpec) and n.isGlobal for n in nodes)
+            result.append(sub)
         return result
 
     def describe(self) -> "TopologyDescription":
@@ -336,7 +388,15 @@ class TopologyDescription:
         t = self._topology
         parentsOf = {name: list(getattr(spec, "parents", [])) for name, spec in t._nodes.items()}
         out = ["Topologies:\n "]
-        for sub in t.subtopologies():
+        for sub in t._nodeGroups():
+            if sub.isGlobal:  # Kafka's GlobalStore.toString: source, processor, no blank line
+                source = next(n for n in sub.nodes if isinstance(n, SourceNodeSpec))
+                processor = next(n for n in sub.nodes if isinstance(n, ProcessorNodeSpec))
+                out.append(f"  Sub-topology: {sub.id} for global store (will not generate tasks)\n"
+                           f"    Source: {source.name} (topics: [{', '.join(source.topics)}])\n      --> {processor.name}\n"
+                           f"    Processor: {processor.name} (stores: [{', '.join(processor.stores)}])\n"
+                           f"      --> none\n      <-- {source.name}\n")
+                continue
             # Kafka: "Topologies:\n " then "  " + "Sub-topology: <id>\n" + nodes + "\n" for each
             out.append(f"  Sub-topology: {sub.id}\n")
             ordered, successors, predecessors = describeSubtopologyNodes([n.name for n in sub.nodes], parentsOf)

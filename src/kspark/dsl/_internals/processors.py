@@ -9,6 +9,7 @@ from typing import Any, Callable, NamedTuple
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
+from .cache import RecordCache
 
 log = logging.getLogger("kspark.dsl")
 
@@ -180,42 +181,6 @@ class KStreamKTableJoin(ContextualProcessor):
             self.context().forward(record.withValue(joined))
 
 
-class _ForwardingCache:
-    """The DSL's record cache in front of an aggregation's downstream (Kafka ``CachingSessionStore``
-    / ``TimestampedTupleForwarder``, rules SA-10, E-5).
-
-    Enabled when the store has caching on (the DSL default) and ``statestore.cache.max.bytes`` > 0:
-    updates are held per key until the task commits (after every record in TopologyTestDriver,
-    once per micro-batch on Spark), then forwarded in the order of each key's last update with its
-    latest value; a key created and removed between two commits forwards nothing. Disabled, every
-    update is forwarded at once. Size-based eviction before a commit is not modelled.
-    """
-
-    def __init__(self, processor, enabled: bool) -> None:
-        self.processor, self.enabled = processor, enabled
-        self.dirty: dict = {}
-        if enabled:
-            processor.context().registerCommitCallback(self.flush)
-
-    def forward(self, record: Record, existedInStore: bool) -> None:
-        if not self.enabled:
-            self.processor.context().forward(record)
-            return
-        key = record.key()
-        previous = self.dirty.pop(key, None)
-        if previous is not None and isinstance(record.value(), Change):
-            # the old value is the one before the last flush (Kafka reads it from the underlying store)
-            record = record.withValue(Change(record.value().newValue, previous[0].value().oldValue))
-        self.dirty[key] = (record, existedInStore if previous is None else previous[1])
-
-    def flush(self) -> None:
-        entries, self.dirty = self.dirty, {}
-        for record, existed in entries.values():
-            if record.value().newValue is None and not existed:
-                continue
-            self.processor.context().forward(record)
-
-
 class KStreamAggregate(ContextualProcessor):
     """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
 
@@ -234,7 +199,7 @@ class KStreamAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -255,26 +220,36 @@ class KStreamAggregate(ContextualProcessor):
 
 
 class KStreamWindowAggregate(ContextualProcessor):
-    """Time-window aggregation (Kafka ``KStreamWindowAggregate``, emit on window update).
+    """Time-window aggregation (Kafka ``KStreamWindowAggregate``).
 
     Null keys are skipped and counted. The processor's stream time is the max timestamp it has
     seen; for each window containing the record, if ``window.end > streamTime - grace`` the
     aggregate is updated (timestamp = max of contributing timestamps, rule T-18) and
     ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
     dropped for that window and counted ("Skipping record for expired window").
+
+    ``emitFinal`` (``EmitStrategy.onWindowClose()``, KIP-825): no update is forwarded; after
+    every non-null-key record, when the close time ``streamTime - grace`` has advanced past the
+    last emission, every window (all keys) starting in ``[lower, closeTime - size]`` is forwarded
+    once, by start then key, with its aggregate's timestamp and the current record's headers;
+    ``lower`` is 0 the first time, then ``max(0, lastCloseTime - size) + 1``; nothing is fetched
+    (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
+    The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
     """
 
     sendOldValues = False
 
-    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False) -> None:
+    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False,
+                 emitFinal: bool = False) -> None:
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
-        self.caching = caching
+        self.emitFinal = emitFinal
+        self.caching = caching and not emitFinal  # emit-final forwards without the cache's flush listener
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "window")
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -307,8 +282,28 @@ class KStreamWindowAggregate(ContextualProcessor):
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
             self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
-            oldAgg = old.value if self.sendOldValues and old is not None else None
-            self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
+            if not self.emitFinal:
+                oldAgg = old.value if self.sendOldValues and old is not None else None
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
+                                   old is not None)
+        if self.emitFinal:
+            self._maybeForwardFinalResult(record, closeTime)
+
+    def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
+        """KIP-825 for time windows (``AbstractKStreamTimeWindowAggregateProcessor``)."""
+        meta, size = self.meta, self.windows.size()
+        last = meta.setdefault("lastEmitWindowCloseTime", -1)
+        if not (last == -1 or last < closeTime):
+            return
+        upper = closeTime - size
+        if upper < 0:
+            return
+        lower = 0 if last == -1 else max(0, last - size) + 1
+        if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
+            return  # no new window closed since the last emission
+        for kv in self.store._fetchAllTimeFirst(lower, upper):
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+        meta["lastEmitWindowCloseTime"] = closeTime
 
 
 class KStreamSessionWindowAggregate(ContextualProcessor):
@@ -335,7 +330,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
-        self.cache = _ForwardingCache(self, self.caching and context.cachingEnabled())
+        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "session")
         self._gap, self._grace = self.windows.inactivityGap(), self.windows.gracePeriodMs()
 
     def process(self, record: Record) -> None:
@@ -393,6 +388,8 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             )
             self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
                                                    "expired window")
+            for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
+                self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
             return closeTime
         emitFinal, forward = self.emitFinal, self.cache.forward
         if start != ts or end != ts:
@@ -412,41 +409,117 @@ _TOMBSTONE = Change(None, None)
 
 
 class KTableSuppress(ContextualProcessor):
-    """Final-results suppression (Kafka ``KTableSuppressProcessor`` with ``untilWindowCloses``).
+    """Suppression of KTable updates (Kafka ``KTableSuppressProcessor`` over an
+    ``InMemoryTimeOrderedKeyValueChangeBuffer``), rules SU-2..SU-5.
 
-    Rules SU-2, SU-3: each update is buffered by window key with buffer time = window end,
-    replacing the previous one; the node's stream time is the max record timestamp it saw; after
-    each record, entries with ``bufferTime <= streamTime - duration`` leave in buffer-time order
-    (ties: first buffered first); tombstones are dropped, others forwarded with their buffered
-    timestamp and headers. The buffer lives in the task checkpoint.
+    Each update is buffered by key. Its buffer time is the window end (``untilWindowCloses``,
+    ``windowEnd=True``) or the record timestamp (``untilTimeLimit``), taken from the key's
+    **first** buffered update: a later update replaces the value, record timestamp and headers
+    but keeps the place in the queue (Kafka's "non-resetting" ``cleanPut``). The node's stream
+    time is the max record timestamp it saw. After each record: entries with ``bufferTime <=
+    streamTime - duration`` leave in (buffer time, serialized key) order; then, if the buffer
+    holds more than ``maxRecords`` keys or ``maxBytes`` bytes, EMIT evicts in the same order until
+    it fits and SHUT_DOWN raises ``StreamsException("<node> buffer exceeded its max capacity.
+    Currently [r/maxR] records and [b/maxB] bytes.")``. Leaving entries are forwarded with their
+    buffered timestamp and headers, except tombstones when ``safeToDropTombstones``
+    (``untilWindowCloses``). The buffer lives in the task checkpoint.
+
+    Sizes are Kafka's ``computeRecordSize``: 8 + key bytes + prior value + old value (when not
+    the prior one) + new value bytes + record context (8 + 8 + 4 + topic + headers). Keys and
+    values are serialized with the serdes of the upstream table's store (windowed keys as Kafka's
+    windowed serdes lay them out); without a store, ``str(x)`` as UTF-8 stands in. kspark's
+    windowed aggregations do not send old values (Kafka's suppress turns them on), so a
+    buffered windowed update counts fewer bytes than in Kafka.
     """
 
-    def __init__(self, durationMs: int, bufferConfig, nodeName: str) -> None:
+    def __init__(self, durationMs: int, bufferConfig, nodeName: str, windowEnd: bool = True,
+                 safeToDropTombstones: bool = True, storeName: str | None = None) -> None:
         self.durationMs, self.bufferConfig, self.nodeName = durationMs, bufferConfig, nodeName
+        self.windowEnd, self.safeToDropTombstones, self.storeName = windowEnd, safeToDropTombstones, storeName
 
     def init(self, context) -> None:
         super().init(context)
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
-        self.meta.setdefault("buffer", {})  # windowed key -> (bufferTime, seq, value, timestamp, headers)
-        self.meta.setdefault("seq", 0)
+        # key -> [bufferTime, keyBytes, Change, timestamp, headers, size, priorLen]
+        self.meta.setdefault("buffer", {})
+        self.meta.setdefault("bufferBytes", 0)
+        store = context._task.stores.get(self.storeName) if self.storeName else None
+        self.keySerde = getattr(store, "_keySerde", None)
+        self.valueSerde = getattr(store, "_valueSerde", None)
+
+    # -- serialized sizes
+    def _keyBytes(self, key) -> bytes:
+        from .._windows import SessionWindow, Windowed
+
+        if isinstance(key, Windowed):
+            inner = self._keyBytes(key.key())
+            window = key.window()
+            if isinstance(window, SessionWindow):
+                return inner + window.end().to_bytes(8, "big", signed=True) + window.start().to_bytes(8, "big", signed=True)
+            return inner + window.start().to_bytes(8, "big", signed=True)
+        if self.keySerde is not None:
+            return self.keySerde.serialize(self.nodeName, key) or b""
+        return str(key).encode()
+
+    def _valueLen(self, value) -> int:
+        if value is None:
+            return 0
+        if self.valueSerde is not None:
+            return len(self.valueSerde.serialize(self.nodeName, value) or b"")
+        return len(str(value).encode())
 
     def process(self, record: Record) -> None:
         meta, buffer = self.meta, self.meta["buffer"]
         meta["observedStreamTime"] = max(meta["observedStreamTime"], record.timestamp())
-        key = record.key()
+        key, change = record.key(), record.value()
         previous = buffer.get(key)
-        seq = previous[1] if previous is not None else meta["seq"]
-        meta["seq"] += previous is None
-        buffer[key] = (key.window().end(), seq, record.value(), record.timestamp(), record.headers())
-        cfg = self.bufferConfig
-        if cfg.maxRecords is not None and len(buffer) > cfg.maxRecords:
-            from .._suppress import bufferFull
+        if previous is None:
+            bufferTime = key.window().end() if self.windowEnd else record.timestamp()
+            keyBytes = self._keyBytes(key)
+            priorLen = self._valueLen(change.oldValue)
+            oldLen = 0                      # the prior value *is* the old value: counted once
+        else:
+            bufferTime, keyBytes, priorLen = previous[0], previous[1], previous[6]
+            oldLen = self._valueLen(change.oldValue)
+            meta["bufferBytes"] -= previous[5]
+        recordMeta = self.context().recordMetadata()
+        size = 8 + len(keyBytes) + priorLen + oldLen + self._valueLen(change.newValue) + 20
+        size += len(recordMeta.topic) if recordMeta is not None and recordMeta.topic else 0
+        size += sum(len(k) + (len(v) if v is not None else 0) for k, v in record.headers() or ())
+        buffer[key] = [bufferTime, keyBytes, change, record.timestamp(), record.headers(), size, priorLen]
+        meta["bufferBytes"] += size
+        self._enforceConstraints()
 
-            raise bufferFull(self.nodeName, len(buffer), cfg.maxRecords, 0, cfg.maxBytes)
-        limit = meta["observedStreamTime"] - self.durationMs
-        due = sorted((entry for entry in buffer.items() if entry[1][0] <= limit), key=lambda e: e[1][:2])
-        for k, (_, _, value, timestamp, headers) in due:
-            del buffer[k]
-            if value.newValue is not None:  # safeToDropTombstones
-                self.context().forward(Record(k, value, timestamp, headers))
+    def _overCapacity(self) -> bool:
+        cfg = self.bufferConfig
+        return ((cfg.maxRecords is not None and len(self.meta["buffer"]) > cfg.maxRecords)
+                or (cfg.maxBytes is not None and self.meta["bufferBytes"] > cfg.maxBytes))
+
+    def _enforceConstraints(self) -> None:
+        buffer = self.meta["buffer"]
+        limit = self.meta["observedStreamTime"] - self.durationMs
+        ordered = sorted(buffer.items(), key=lambda e: (e[1][0], e[1][1]))
+        i = 0
+        while i < len(ordered) and ordered[i][1][0] <= limit:
+            self._emit(*ordered[i])
+            i += 1
+        if self._overCapacity():
+            cfg = self.bufferConfig
+            if cfg.strategy == cfg.SHUT_DOWN:
+                from .._suppress import bufferFull
+
+                raise bufferFull(self.nodeName, len(buffer), cfg.maxRecords, self.meta["bufferBytes"], cfg.maxBytes)
+            while i < len(ordered) and self._overCapacity():
+                self._emit(*ordered[i])
+                i += 1
+
+    def _emit(self, key, entry) -> None:
+        del self.meta["buffer"][key]
+        self.meta["bufferBytes"] -= entry[5]
+        change, timestamp, headers = entry[2], entry[3], entry[4]
+        if change.newValue is not None or not self.safeToDropTombstones:
+            self.context().forward(Record(key, change, timestamp, headers))
+
+
+_ForwardingCache = RecordCache  # the former name, for modules written against it

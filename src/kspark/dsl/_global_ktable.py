@@ -1,0 +1,133 @@
+"""GlobalKTable and the KStream-GlobalKTable join (Kafka ``GlobalKTable``, ``KStreamGlobalKTableJoin``).
+
+Semantics on the hosts (see ``kspark.runtime.global_state``): every task holds a full copy of
+each global store and applies the global topic's records (all partitions) in timestamp order
+with its own stream records, so a stream record never misses a global update with a smaller
+(or equal) timestamp, on TopologyTestDriver and on Spark alike. This is where kspark goes
+beyond Kafka Streams, whose global thread updates the store asynchronously (seed 004's race).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import TopologyException
+from ..processor import ContextualProcessor, Record
+from ..state import Stores
+from ._config_objects import Consumed, Materialized, nameOf
+from ._internals.processors import KTableSource, _dropped, arity
+
+if TYPE_CHECKING:
+    from ._builder import StreamsBuilder
+    from ._kstream import KStream
+
+__all__ = ["GlobalKTable"]
+
+log = logging.getLogger("kspark.dsl")
+
+
+class GlobalKTable:
+    """A table replicated in full to every task: the latest value per key of all partitions of
+    its topic (Kafka ``GlobalKTable``). Made by ``StreamsBuilder.globalTable``; used in
+    ``KStream.join/leftJoin(globalTable, keySelector, joiner)``.
+
+    When is it "bootstrapped"? Kafka restores a global store to the log end before any stream
+    record is processed, then updates it asynchronously. kspark applies global records in
+    timestamp order with the stream records of each task instead (rules J-7, J-8 and
+    ``kspark.runtime.global_state``): a stream record sees exactly the global records with a
+    timestamp <= its own that were in the log when it was fetched, and a task with no stream
+    records left applies every global record it has. Reference data therefore needs a record
+    timestamp from before the stream records that should see it (e.g. its publication time);
+    restoring the whole log first would let an earlier stream record see a later update, the
+    seed-004 race in the other direction.
+    """
+
+    def __init__(self, builder: "StreamsBuilder", storeName: str, queryable: bool, topic: str) -> None:
+        self._builder = builder
+        self._storeName = storeName
+        self._queryable = queryable
+        self._topic = topic
+
+    def queryableStoreName(self) -> str | None:
+        """The store name given with ``Materialized.as_``; ``None`` when it was generated (Kafka)."""
+        return self._storeName if self._queryable else None
+
+
+def globalTable(builder: "StreamsBuilder", topic: str, consumed=None, materialized=None) -> GlobalKTable:
+    """``StreamsBuilder.globalTable``: see its docstring."""
+    if isinstance(consumed, Materialized) and materialized is None:  # globalTable(topic, materialized)
+        consumed, materialized = None, consumed
+    materialized = materialized or Materialized()
+    if consumed is None:  # Kafka: Consumed.with(materialized's serdes)
+        consumed = Consumed.with_(materialized.keySerde, materialized.valueSerde)
+    if not isinstance(consumed, Consumed) or not isinstance(materialized, Materialized):
+        raise TypeError("globalTable(topic, consumed=Consumed, materialized=Materialized)")
+    storeName = materialized.storeName or builder._newStoreName(f"{topic}-")
+    # Kafka: "<name>-source" (burning an index) and "<name>", or generated names
+    sourceName = builder._newProcessorName("KSTREAM-SOURCE-")
+    if consumed.name is not None:
+        sourceName = f"{consumed.name}-source"
+    processorName = consumed.name or builder._newProcessorName("KTABLE-SOURCE-")
+    keySerde, valueSerde = consumed.keySerde, consumed.valueSerde  # Kafka: always the serdes of consumed
+    builder._topology.addGlobalStore(
+        Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName), keySerde, valueSerde),
+        sourceName, keySerde, valueSerde, topic, processorName, lambda: KTableSource(storeName),
+        timestampExtractor=consumed.timestampExtractor,
+    )
+    return GlobalKTable(builder, storeName, materialized.storeName is not None, topic)
+
+
+class KStreamGlobalKTableJoin(ContextualProcessor):
+    """Stream-triggered lookup of ``keySelector(key, value)`` in a global store (Kafka
+    ``KStreamGlobalKTableJoin`` = ``KStreamKTableJoinProcessor`` with a key mapper).
+
+    Rules J-7, J-8 (``maybeDropRecord``): a left join never drops a record with a null key and a
+    non-null value (if the mapped key is null too, the joiner gets a null table value);
+    otherwise a null mapped key or a null value drops the record (WARN + ``dropped-records``);
+    an inner join with a null stream key and a non-null mapped key joins. Output: the stream
+    record's key and timestamp, value ``joiner(...)`` if ``leftJoin`` or a table value exists.
+    """
+
+    def __init__(self, storeName: str, keySelector, joiner, withKey: bool, leftJoin: bool) -> None:
+        self.storeName, self.keySelector, self.joiner = storeName, keySelector, joiner
+        self.withKey, self.leftJoin = withKey, leftJoin
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key, value = record.key(), record.value()
+        mappedKey = self.keySelector(key, value)
+        if not (self.leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
+            _dropped(self.context(), "null join key or value", "Skipping record due to null join key or value.")
+            return
+        found = None if mappedKey is None else self.store.get(mappedKey)
+        tableValue = None if found is None else found.value
+        if self.leftJoin or tableValue is not None:
+            joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
+            self.context().forward(record.withValue(joined))
+
+
+def globalTableJoin(stream: "KStream", table: GlobalKTable, keySelector: Callable[[Any, Any], Any],
+                    joiner: Callable, named=None, leftJoin: bool = False) -> "KStream":
+    """``KStream.join/leftJoin(GlobalKTable, ...)`` (Kafka ``KStreamImpl.globalTableJoin``): no
+    repartition, no co-partitioning (J-7); the processor is named ``KSTREAM-LEFTJOIN-<n>`` for
+    both joins, as Kafka names it, and is not connected to the store in ``describe()``."""
+    from ._kstream import KStream
+
+    if table._builder is not stream._builder:
+        raise TopologyException("KStream and GlobalKTable must come from the same StreamsBuilder")
+    if not callable(keySelector):
+        raise TypeError("keySelector must be a callable (key, value) -> global table key")
+    n = arity(joiner)
+    if n not in (2, 3):
+        raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
+    builder = stream._builder
+    name = nameOf(named) or builder._newProcessorName("KSTREAM-LEFTJOIN-")
+    storeName, withKey = table._storeName, n == 3
+    builder._topology.addProcessor(
+        name, lambda: KStreamGlobalKTableJoin(storeName, keySelector, joiner, withKey, leftJoin), stream._name,
+    )
+    return KStream(builder, name, stream._sourceTopics, stream._repartitionRequired)

@@ -1,0 +1,196 @@
+"""The DSL record cache (Kafka ``ThreadCache`` / ``NamedCache`` / ``LRUCacheEntry`` and the
+flush path of ``CachingKeyValueStore`` / ``CachingWindowStore`` / ``CachingSessionStore``).
+
+kspark keeps the store itself always up to date and puts the cache in front of the
+aggregation's *downstream*: what the cache decides is when, and with which value, an update is
+forwarded (rules SA-10, E-5). The decisions are Kafka's:
+
+- every update of a key makes its entry dirty (the dirty order is the order of each key's
+  **last** update) and the most recently used;
+- at commit (after every record in TopologyTestDriver, once per micro-batch on Spark) every
+  dirty entry is forwarded, in dirty order, with its latest value; entries stay cached (clean);
+  deleted keys leave the cache;
+- when the task's cache holds more than ``statestore.cache.max.bytes``, the least recently used
+  entries of the cache just written are evicted until it fits; evicting a dirty entry flushes
+  that cache: the evicted entry first, then every other dirty entry in dirty order
+  (``NamedCache.evict`` / ``flush(evicted)``). So a small cache forwards before the commit;
+- a key created and removed between two flushes, unknown to the store at the last flush,
+  forwards nothing (``oldValue == null && newValue == null`` is skipped).
+
+Size accounting is ``LRUNode.size()``: cache-key bytes + 24 + 1 (dirty flag) + value bytes +
+8 (timestamp) + 8 (offset) + 4 (partition) + topic name characters + header key characters and
+value bytes. Cache keys: key-value stores the serialized key; window stores 8 (segment prefix)
++ key + 8 (window start) + 4 (sequence number); session stores 8 + key + 16 (end, start).
+Values: timestamped key-value and window stores prefix 8 timestamp bytes to the serialized
+value; session stores store the value bytes only.
+
+Budget: Kafka gives each stream thread ``statestore.cache.max.bytes / num.stream.threads``,
+shared by the thread's tasks. kspark gives **each task** the whole
+``statestore.cache.max.bytes``, shared by the caches of that task's stores: that is Kafka's
+budget for TopologyTestDriver (one task) and for one-thread-per-task, and it keeps a task's
+output independent of which other tasks run beside it on a Spark worker. The cache is not
+checkpointed (Kafka does not persist it either): after a task is rebuilt from Spark's state it
+starts empty, which can change when an eviction happens, never the last value forwarded per key.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+_NODE_OVERHEAD = 8 + 8 + 8 + 1 + 8 + 8 + 4   # LRUNode entry/previous/next, dirty flag, timestamp, offset, partition
+
+
+class TaskCache:
+    """The record-cache budget of one task (Kafka ``ThreadCache``; see the module docstring)."""
+
+    def __init__(self, maxBytes: int) -> None:
+        self.maxBytes = maxBytes
+        self.sizeBytes = 0
+        self.evictions = 0
+
+    def maybeEvict(self, cache: "RecordCache") -> None:
+        """``ThreadCache.maybeEvict``: evict from the cache just written until the task fits."""
+        while self.sizeBytes > self.maxBytes:
+            if not cache.entries:
+                return
+            cache.evict()
+            self.evictions += 1
+
+
+def taskCache(context) -> TaskCache:
+    """The task's ``TaskCache``, created on first use."""
+    task = context._task
+    cache = getattr(task, "recordCache", None)
+    if cache is None:
+        cache = task.recordCache = TaskCache(task.cacheMaxBytes)
+    return cache
+
+
+class _Entry:
+    __slots__ = ("record", "existed", "dirty", "size")
+
+    def __init__(self, record, existed: bool, size: int) -> None:
+        self.record, self.existed, self.dirty, self.size = record, existed, True, size
+
+
+class RecordCache:
+    """The cache of one aggregation's store (Kafka ``NamedCache`` + the caching store's flush).
+
+    ``forward(record, existedInStore)`` takes the update the processor would forward (a
+    ``Record`` whose value is a ``Change``) and whether the key was in the store before this
+    update; disabled, it forwards at once. ``schema`` is ``"keyValue"``, ``"window"`` or
+    ``"session"`` (for the size accounting); ``store`` gives the serdes.
+    """
+
+    def __init__(self, processor, enabled: bool, store=None, schema: str = "keyValue") -> None:
+        self.processor, self.enabled = processor, enabled
+        self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
+        self.dirty: dict[Any, None] = {}                         # order of each key's last update
+        self.sizeBytes = 0
+        if enabled:
+            context = processor.context()
+            self.task = taskCache(context)
+            self.store, self.schema = store, schema
+            self._keyLens: dict = {}
+            # a Long serde always writes 8 bytes: counts need no serializing to be sized
+            self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
+            context.registerCommitCallback(self.flush)
+
+    # -- size accounting (LRUNode.size)
+    def _keyLen(self, key) -> int:
+        """Serialized length of a (non-windowed) key, memoised: keys repeat."""
+        keyLens = self._keyLens
+        n = keyLens.get(key)
+        if n is None:
+            if len(keyLens) > 100_000:
+                keyLens.clear()
+            n = keyLens[key] = len(self.store._keyBytes(key))
+        return n
+
+    def _sizeOf(self, record) -> int:
+        store = self.store
+        key, newValue = record.key(), record.value().newValue
+        if store is None:
+            keyLen = valueLen = 0
+        else:
+            if self.schema == "keyValue":
+                keyLen = self._keyLen(key)
+            else:
+                keyLen = 8 + self._keyLen(key.key()) + (16 if self.schema == "session" else 12)
+            valueLen = 0
+            if newValue is not None:
+                valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
+                valueLen += 0 if self.schema == "session" else 8
+        meta = self.processor.context().recordMetadata()
+        size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
+        for hkey, hvalue in record.headers() or ():
+            size += len(hkey) + (len(hvalue) if hvalue is not None else 0)
+        return size
+
+    # -- NamedCache
+    def forward(self, record, existedInStore: bool) -> None:
+        if not self.enabled:
+            self.processor.context().forward(record)
+            return
+        key = record.key()
+        size = self._sizeOf(record)
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.sizeBytes -= old.size
+            self.task.sizeBytes -= old.size
+            if old.dirty:
+                existedInStore = old.existed   # what the store held at the last flush
+                change = record.value()
+                if change.oldValue is not None or old.record.value().oldValue is not None:
+                    # the old value is the one of the last flush (Kafka reads it from the underlying store)
+                    record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
+        self.entries[key] = _Entry(record, existedInStore, size)
+        self.dirty.pop(key, None)
+        self.dirty[key] = None
+        self.sizeBytes += size
+        self.task.sizeBytes += size
+        self.task.maybeEvict(self)
+
+    def touch(self, key) -> None:
+        """A read of a cached key makes it the most recently used (``NamedCache.get``)."""
+        if self.enabled and key in self.entries:
+            self.entries.move_to_end(key)
+
+    def evict(self) -> None:
+        """``NamedCache.evict``: drop the least recently used entry; if dirty, flush with it first."""
+        key, eldest = self.entries.popitem(last=False)
+        self.sizeBytes -= eldest.size
+        self.task.sizeBytes -= eldest.size
+        if eldest.dirty:
+            self._flush(key, eldest)
+
+    def flush(self) -> None:
+        """At commit: forward every dirty entry in dirty order (``NamedCache.flush``)."""
+        self._flush(None, None)
+
+    def _flush(self, evictedKey, evicted: _Entry | None) -> None:
+        if not self.dirty:
+            return
+        out = []
+        if evicted is not None:
+            out.append(evicted)
+            self.dirty.pop(evictedKey, None)
+        deleted = []
+        for key in self.dirty:
+            entry = self.entries[key]
+            entry.dirty = False
+            out.append(entry)
+            if entry.record.value().newValue is None:
+                deleted.append(key)
+        self.dirty = {}
+        forward = self.processor.context().forward
+        for entry in out:
+            if entry.record.value().newValue is None and not entry.existed:
+                continue   # created and removed between two flushes: the store never saw it
+            forward(entry.record)
+        for key in deleted:
+            entry = self.entries.pop(key, None)
+            if entry is not None:
+                self.sizeBytes -= entry.size
+                self.task.sizeBytes -= entry.size
