@@ -22,7 +22,9 @@ Benchmarks (comparison systems run in the same process, on the same input):
   ``P1-native``: Spark's ``groupBy(session_window(ts, "30 minutes"), host).count()``, append
   mode, on the same records.
 - ``P2``: the valuation-signal pipeline of examples/valuation_signals.py on Spark (repartition +
-  KStream-KTable join + dedup store) over KRX snapshots replicated with shifted codes.
+  KStream-KTable join + dedup store, and the example's GlobalKTable join with the company
+  master when it has one) over KRX snapshots replicated with shifted codes; records = all input
+  topics' records.
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
@@ -333,8 +335,10 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
         streams.start()
         streams.awaitTermination()
         streams.close()
-        return len(prices) + len(valuations), {
-            "prices": len(prices), "valuations": len(valuations),
+        inputTopics = [t for t in ("prices", "valuations", "companies") if topics.partitionsFor(t)]
+        counts = {t: sum(topics.endOffsets(t).values()) for t in inputTopics}
+        return sum(counts.values()), {
+            **counts,
             "signals_emitted": sum(topics.endOffsets("signals").values()),
             "note": "two queries (valuations repartition, then join + dedup); JSON serde, ISO timestamp extractor"}
 
