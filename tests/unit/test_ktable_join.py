@@ -2,7 +2,7 @@
 
 import pytest
 
-from kspark import KeyValue, Materialized, Repartitioned, StreamsBuilder
+from kspark import KeyValue, Materialized, Produced, Repartitioned, StreamsBuilder
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TestRecord, TopologyTestDriver
 
@@ -119,3 +119,36 @@ def test_rp3_repartition_names_the_topic_and_enforces_partitions():
         d.createInputTopic("in").pipeInput("k", 1, 9)
         assert d.createOutputTopic("out").readRecordsToList() == [TestRecord("k", 1, 9)]
         assert d.producedTopicNames() == {"out"}
+
+
+def test_j6_joined_names_the_join_and_its_repartition_topic_and_serializes_it():
+    """``Joined.with_(keySerde, valueSerde, otherValueSerde, name)``: the re-keyed stream goes
+    through ``<name>-repartition`` written with the Joined serdes (int keys here, which the
+    default String serde could not write), and the join node is named ``<name>`` (Kafka
+    ``KStreamImpl.join(KTable, ValueJoiner, Joined)``)."""
+    from kspark import Consumed, Joined, Serdes
+
+    b = StreamsBuilder()
+    table = b.table("tbl", Consumed.with_(Serdes.Integer(), Serdes.String()))
+    (b.stream("str")
+     .selectKey(lambda k, v: v["id"])
+     .join(table, lambda v, t: f"{v['px']}@{t}", Joined.with_(Serdes.Integer(), Serdes.JSON(), Serdes.String(), "by-id"))
+     .to("out", Produced.with_(Serdes.Integer(), Serdes.String())))
+    topology = b.build()
+    description = str(topology.describe())
+    assert "Sink: by-id-repartition-sink (topic: by-id-repartition)" in description
+    assert "Processor: by-id (stores: [tbl-STATE-STORE-0000000000])" in description
+    with TopologyTestDriver(topology) as d:
+        d.createInputTopic("tbl", Serdes.Integer(), Serdes.String()).pipeInput(7, "samsung", 1)
+        d.createInputTopic("str").pipeInput("x", {"id": 7, "px": 100}, 2)
+        out = d.createOutputTopic("out", Serdes.Integer(), Serdes.String())
+        assert out.readRecordsToList() == [TestRecord(7, "100@samsung", 2)]
+
+
+def test_j5_joined_grace_period_needs_a_versioned_table():
+    from kspark import Joined
+
+    b = StreamsBuilder()
+    table = b.table("tbl")
+    with pytest.raises(ValueError, match=r"^KTable must be versioned to use a grace period in a stream table join\.$"):
+        b.stream("str").join(table, lambda v, t: v, Joined.as_("j").withGracePeriod(1000))

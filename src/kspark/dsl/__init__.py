@@ -3,7 +3,7 @@
 from ._branched import Branched, BranchedKStream
 from ._builder import StreamsBuilder
 from ._printed import Printed
-from ._config_objects import Consumed, Grouped, Materialized, Named, Produced, Repartitioned
+from ._config_objects import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned
 from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
@@ -13,5 +13,5 @@ from ._kstream import KStream
 from ._ktable import KTable
 from ._kgrouped_table import KGroupedTable
 
-__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
+__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
            "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]

@@ -207,7 +207,10 @@ class KStream:
         J-1..J-4). Both inputs must be co-partitioned (rule J-6): a stream marked for
         repartitioning is repartitioned first; topics with different partition counts make the
         application fail to start with ``TopologyException("Invalid topology: Topics not
-        co-partitioned: [...]")``. Mirrors Kafka ``KStream#join(KTable, ValueJoiner)``.
+        co-partitioned: [...]")``. ``joined`` (``Joined`` or ``Named``) names the join and its
+        repartition topic and gives the repartition topic's serdes; ``Joined.withGracePeriod``
+        raises ``ValueError`` (needs a versioned table, rule J-5). Mirrors Kafka
+        ``KStream#join(KTable, ValueJoiner, Joined)``.
         """
         return self._dispatchJoin(table, args, kwargs, leftJoin=False)
 
@@ -235,9 +238,12 @@ class KStream:
         n = arity(joiner)
         if n not in (2, 3):
             raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
+        if getattr(joined, "gracePeriodMs", None) is not None:
+            # Kafka KStreamImpl.doStreamTableJoin (KIP-923, rule J-5); kspark has no versioned tables
+            raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
         reused = (self._repartitionRequired and self._joinRepartition is not None
                   and (nameOf(joined) or self._name) == self._name)
-        stream = self._repartitionForJoin(nameOf(joined)) if self._repartitionRequired else self
+        stream = self._repartitionForJoin(nameOf(joined), joined) if self._repartitionRequired else self
         name = self._builder._nameOrGenerate(nameOf(joined), "KSTREAM-LEFTJOIN-" if leftJoin else "KSTREAM-JOIN-")
         view = table._valueGetterSupplier()  # a filtered / mapped table is read through its parent's store
         withKey = n == 3
@@ -262,13 +268,14 @@ class KStream:
         return KStream(self._builder, name, stream._sourceTopics, repartitionRequired=False)
 
     # ------------------------------------------------------------------ repartition helpers (RP-1..RP-3)
-    def _repartitionForJoin(self, joinName: str | None) -> "KStream":
+    def _repartitionForJoin(self, joinName: str | None, joined=None) -> "KStream":
         """Kafka ``KStreamImpl.repartitionForJoin``: the repartition topic is named after the join
         (``Joined`` name) or this node; without a join name, later joins of this same stream reuse
         the first one's repartition topic. Sink, filter and source names are burnt either way."""
         repartitionName = joinName or self._name
         if self._joinRepartition is None or repartitionName != self._name:
-            self._joinRepartition = self._repartitionThrough(repartitionName, Repartitioned())
+            serdes = Repartitioned.with_(getattr(joined, "keySerde", None), getattr(joined, "valueSerde", None))
+            self._joinRepartition = self._repartitionThrough(repartitionName, serdes)
             return self._joinRepartition
         for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
             self._builder._newProcessorName(prefix)
