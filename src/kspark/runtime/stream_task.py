@@ -143,6 +143,11 @@ class _Context(ProcessorContext):
         """Call ``callback()`` at every commit, as the current node (kspark internal: cache flushes)."""
         self._task.commitCallbacks.append((self.currentNode, callback))
 
+    def registerCheckpointCallback(self, callback) -> None:
+        """Call ``callback()`` before every ``checkpoint()`` (kspark internal: a record cache writes
+        its entries into its node state)."""
+        self._task.checkpointCallbacks.append(callback)
+
     def nodeState(self) -> dict:
         """A picklable dict private to the current node, kept in the task checkpoint (kspark
         internal: DSL processors keep their stream time and buffers here, so a task rebuilt from a
@@ -210,6 +215,7 @@ class StreamTask:
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
         self.nodeStates: dict[str, dict] = {}
+        self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
         self.commitCallbacks: list = []
         self.storesOf: dict[str, set[str]] = {}
@@ -519,6 +525,8 @@ class StreamTask:
     def checkpoint(self) -> dict:
         """Everything a host must keep to resume this task later: stream/partition times,
         records not processed yet, and store contents (all picklable)."""
+        for callback in self.checkpointCallbacks:
+            callback()
         return {
             "streamTime": self.partitionGroup.streamTime,
             "partitionTimes": {t: q.partitionTime for t, q in self.queueOf.items()},

@@ -28,13 +28,28 @@ Budget: Kafka gives each stream thread ``statestore.cache.max.bytes / num.stream
 shared by the thread's tasks. kspark gives **each task** the whole
 ``statestore.cache.max.bytes``, shared by the caches of that task's stores: that is Kafka's
 budget for TopologyTestDriver (one task) and for one-thread-per-task, and it keeps a task's
-output independent of which other tasks run beside it on a Spark worker. The cache is not
-checkpointed (Kafka does not persist it either): after a task is rebuilt from Spark's state it
-starts empty, which can change when an eviction happens, never the last value forwarded per key.
+output independent of which other tasks run beside it on a Spark worker.
+
+Reads (ST-9): a session aggregation's lookup also sees the cached sessions of the key (clean or
+dirty, not deleted, no retention bound), as Kafka's ``CachingSessionStore.findSessions`` merges
+the cache with the store's clamped read. The store is written through, so a cached session differs
+from the store only when the store already hides it past its retention: those are added to the
+lookup (``withHiddenSessions``), and when merged away their tombstone is skipped at the flush (the
+store has no old value). Window and key-value lookups are not routed through the cache (their
+stores show nothing the cache would show differently in these processors).
+
+A Spark micro-batch is a commit, not a restart, so a task rebuilt from Spark's state between
+batches must find the cache a running Kafka task would have (Kafka itself starts with an empty
+cache only after a restart or rebalance): at each checkpoint a session cache writes its entries,
+least recently used first, to the node's checkpointed state as flat ``(key, start, end, size,
+value)`` tuples (entries are clean after the commit), and a rebuilt task reads them back. Key-value
+and window caches are not checkpointed: a rebuilt task starts them empty, which can move an
+eviction, never the last value forwarded per key.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import OrderedDict
 from typing import Any
 
@@ -88,10 +103,18 @@ class RecordCache:
         self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
         self.dirty: dict[Any, None] = {}                         # order of each key's last update
         self.sizeBytes = 0
+        # session schema: inner key -> ([(end, start)] sorted, {(end, start): Windowed}) of cached sessions
+        self.byKey: dict = {}
         if enabled:
             context = processor.context()
             self.task = taskCache(context)
             self.store, self.schema = store, schema
+            if schema == "session":
+                state = context.nodeState()
+                saved = state.pop("sessionCache", None)
+                if saved:
+                    self._restoreSessions(saved)
+                context.registerCheckpointCallback(lambda: state.__setitem__("sessionCache", self._savedSessions()))
             self._keyLens: dict = {}
             # a Long serde always writes 8 bytes: counts need no serializing to be sized
             self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
@@ -146,11 +169,94 @@ class RecordCache:
                     # the old value is the one of the last flush (Kafka reads it from the underlying store)
                     record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
         self.entries[key] = _Entry(record, existedInStore, size)
+        if old is None and self.schema == "session":
+            self._index(key)
         self.dirty.pop(key, None)
         self.dirty[key] = None
         self.sizeBytes += size
         self.task.sizeBytes += size
         self.task.maybeEvict(self)
+
+    def _index(self, windowed) -> None:
+        window = windowed.window()
+        pair = (window.end(), window.start())
+        index = self.byKey.get(windowed.key())
+        if index is None:
+            index = self.byKey[windowed.key()] = ([], {})
+        insort(index[0], pair)
+        index[1][pair] = windowed
+
+    def _unindex(self, windowed) -> None:
+        if self.schema == "session":
+            index = self.byKey.get(windowed.key())
+            if index is not None:
+                window = windowed.window()
+                pair = (window.end(), window.start())
+                if index[1].pop(pair, None) is not None:
+                    pairs = index[0]
+                    del pairs[bisect_left(pairs, pair)]
+                if not index[1]:
+                    del self.byKey[windowed.key()]
+
+    def withHiddenSessions(self, merged: list, index: tuple, earliestSessionEndTime: int,
+                           latestSessionStartTime: int) -> tuple[list, set]:
+        """ST-9 (Kafka ``CachingSessionStore.findSessions``): ``merged`` (the store's
+        ``(end, start, key, aggregate)`` entries of one key) plus the cached sessions of that key
+        in range that the store hides (past its retention), in store order (end, start); and the
+        ``(end, start)`` of the added ones. ``index`` is the key's entry in ``byKey``."""
+        pairs, windows = index
+        extra = None
+        for n in range(bisect_left(pairs, (earliestSessionEndTime,)), len(pairs)):
+            end, start = pairs[n]
+            if start > latestSessionStartTime:
+                continue
+            for entry in merged:
+                if entry[0] == end and entry[1] == start:
+                    break
+            else:
+                windowed = windows[(end, start)]
+                value = self.entries[windowed].record.value().newValue
+                if value is not None:
+                    if extra is None:
+                        extra = []
+                    extra.append((end, start, windowed.key(), value))
+        if extra is None:
+            return merged, ()
+        return sorted([*merged, *extra], key=lambda e: (e[0], e[1])), {(e[0], e[1]) for e in extra}
+
+    def _savedSessions(self) -> list:
+        """The session cache as flat tuples for the checkpoint, least recently used first: clean
+        entries ``(key, start, end, size, value)``, a dirty one (not after a commit) whole."""
+        saved = []
+        dirtyOrder = {key: n for n, key in enumerate(self.dirty)}
+        for windowed, entry in self.entries.items():
+            if entry.dirty:
+                saved.append((windowed, entry, dirtyOrder[windowed]))
+            else:
+                window = windowed.window()
+                saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue))
+        return saved
+
+    def _restoreSessions(self, saved: list) -> None:
+        from ...processor import Record
+        from .._windows import SessionWindow, Windowed
+        from .processors import Change
+
+        dirty = []
+        for item in saved:
+            if len(item) == 3:
+                windowed, entry, n = item
+                dirty.append((n, windowed))
+            else:
+                key, start, end, size, value = item
+                windowed = Windowed(key, SessionWindow(start, end))
+                entry = _Entry(Record(windowed, Change(value, None), end, ()), True, size)
+                entry.dirty = False
+            self.entries[windowed] = entry
+            self._index(windowed)
+            self.sizeBytes += entry.size
+        self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
+        self.task.sizeBytes += self.sizeBytes
 
     def touch(self, key) -> None:
         """A read of a cached key makes it the most recently used (``NamedCache.get``)."""
@@ -160,6 +266,7 @@ class RecordCache:
     def evict(self) -> None:
         """``NamedCache.evict``: drop the least recently used entry; if dirty, flush with it first."""
         key, eldest = self.entries.popitem(last=False)
+        self._unindex(key)
         self.sizeBytes -= eldest.size
         self.task.sizeBytes -= eldest.size
         if eldest.dirty:
@@ -192,5 +299,6 @@ class RecordCache:
         for key in deleted:
             entry = self.entries.pop(key, None)
             if entry is not None:
+                self._unindex(key)
                 self.sizeBytes -= entry.size
                 self.task.sizeBytes -= entry.size

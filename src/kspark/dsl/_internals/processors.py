@@ -369,6 +369,10 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         kb = store._keyBytes(key)
         # (end, start, stored key, aggregate) in findSessions order (store order, SA-3)
         merged = store._findSessionEntries(kb, ts - gap, ts + gap)
+        hidden = ()
+        cachedIndex = self.cache.byKey.get(key)
+        if cachedIndex:  # ST-9: the cache still shows sessions the store hides past its retention
+            merged, hidden = self.cache.withHiddenSessions(merged, cachedIndex, ts - gap, ts + gap)
         agg = self.initializer()
         start, end = ts, ts
         merger = self.merger
@@ -396,7 +400,10 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             for sEnd, sStart, sKey, _ in merged:
                 store._putEntry(sEnd, kb, sStart, sKey, None)  # store.remove(Windowed(sKey, [sStart, sEnd]))
                 if not emitFinal:
-                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record.headers()), True)
+                    # a session the store hides is not in it as far as the flush can tell: Kafka
+                    # skips its tombstone (the flush finds no old value)
+                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record.headers()),
+                            (sEnd, sStart) not in hidden)
         agg = self.aggregator(key, record.value(), agg)
         existed = store.fetchSession(key, start, end) is not None
         store._putEntry(end, kb, start, key, agg)  # store.put(Windowed(key, [start, end]), agg)
