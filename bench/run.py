@@ -265,7 +265,7 @@ def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
     from kspark.runtime.partitioner import partitionForKey
     from kspark.topics import LocalTopics
 
-    work = work / f"p1-{len(df)}-{cores}"
+    work = work / f"p1-{len(df)}-{cores}{label.strip(' ()')}"  # --scaling and --cores both run 1M on local[2]
     topics = LocalTopics(work / "topics")
     topics.createTopic("requests", 4)
     topics.createTopic("sessions", 4)
