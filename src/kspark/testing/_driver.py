@@ -329,7 +329,7 @@ class TopologyTestDriver:
 
     def metrics(self) -> dict[MetricName, float]:
         """Counters by ``MetricName`` (e.g. ``dropped-records-total`` of group ``stream-task-metrics``)."""
-        return dict(self._task.metrics.counters)
+        return self._task.metrics.all()
 
     def close(self) -> None:
         self._task.close()

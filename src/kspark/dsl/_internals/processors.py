@@ -383,17 +383,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             if sEnd > end:
                 end = sEnd
         if end < closeTime:
-            meta = self.context().recordMetadata()
-            log.warning(
-                "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-                "window=[%d,%d] expiration=[%d] streamTime=[%d]",
-                meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-                closeTime, streamTime,
-            )
-            self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                                   "expired window")
-            for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
-                self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
+            self._skipExpired(ts, start, end, closeTime, streamTime, merged)
             return closeTime
         emitFinal, forward = self.emitFinal, self.cache.forward
         if start != ts or end != ts:
@@ -410,6 +400,42 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         if not emitFinal:
             forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
         return closeTime
+
+
+    def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
+        """SA-6: the merged session ended before the close time: log, count, drop the record."""
+        meta = self.context().recordMetadata()
+        log.warning(
+            "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+            "window=[%d,%d] expiration=[%d] streamTime=[%d]",
+            meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
+            closeTime, streamTime,
+        )
+        self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
+                                               "expired window")
+        for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
+            self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
+
+    def fastPath(self, task, source, node, queue):
+        """The fused loop of ``source -> this -> toStream() -> to()`` (see ``StreamTask._buildFastPath``),
+        or None when the graph has another shape, emits final results, or caches.
+
+        Same records, timestamps, stores, counters, drops and errors as the per-node path: it runs
+        ``_aggregate``'s steps inline and writes the sink's records directly (one key serialization
+        per output, the partition from the inner key as ``WindowedStreamPartitioner`` does); null
+        keys, expired records and exceptions go through the per-node code.
+        """
+        if self.emitFinal or self.cache.enabled or len(node.children) != 1:
+            return None
+        toStream = node.children[0]
+        if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
+            return None
+        sinkNode = toStream.children[0]
+        sink = sinkNode.sink
+        if sink is None or sink.partitioner is not None:
+            return None
+        return _sessionFastPath(self, task, source, node, toStream, sinkNode, queue)
+
 
 
 _TOMBSTONE = Change(None, None)
@@ -530,3 +556,111 @@ class KTableSuppress(ContextualProcessor):
 
 
 _ForwardingCache = RecordCache  # the former name, for modules written against it
+
+
+def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
+    """``run(limit)`` for ``KStreamSessionWindowAggregate.fastPath`` (record loop of one task)."""
+    from ...errors import StreamsException
+    from ...processor import RecordMetadata
+    from .._windows import _END_START, _SessionWindowedSerde
+
+    pg, context, store, meta, sink = task.partitionGroup, task.context, agg.store, agg.meta, sinkNode.sink
+    gap, grace = agg._gap, agg._grace
+    initializer, aggregator, merger = agg.initializer, agg.aggregator, agg.merger
+    keyBytesOf, find, put = store._keyBytes, store._findSessionEntries, store._putEntry
+    topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
+    # the windowed key's bytes are inner key + end + start (SessionWindowedSerde); any other key
+    # serde gets a Windowed key through the sink's generic write
+    inner = sink.keySerde.inner if type(sink.keySerde) is _SessionWindowedSerde else None
+    pack, write, writeSerialized = _END_START.pack, sink.write, sink.writeSerialized
+
+    def emit(key, start: int, end: int, value, headers: tuple) -> None:
+        toStream.processed += 1
+        sinkNode.processed += 1
+        if inner is None:
+            write(_Windowed(key, _SessionWindow(start, end)), value, end, headers)
+            return
+        try:
+            keyBytes = inner.serialize(topic, key)
+            valueBytes = valueSerialize(topic, value)
+        except Exception as e:
+            raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
+        writeSerialized(keyBytes + pack(end, start), valueBytes, keyBytes, end, headers)
+
+    def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        try:
+            source.process(Record(rec.key, rec.value, rec.timestamp, rec.headers))
+        finally:
+            context.currentNode = None
+            context.metadata = None
+
+    def asNode(rec) -> None:  # the context the per-node path would have inside this processor
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.currentNode = node
+
+    def run(limit: int | None) -> int:
+        n = 0
+        while limit is None or n < limit:
+            rec = queue.head
+            if rec is None:
+                break
+            n += 1
+            # PartitionGroup.nextRecord / RecordQueue.poll for a task with one queue
+            queue.head = queue._headRaw = None
+            ts = rec.timestamp
+            if ts > queue.partitionTime:
+                queue.partitionTime = ts
+            queue._updateHead()
+            if ts > pg.streamTime:
+                pg.streamTime = ts
+            key = rec.key
+            if key is None:
+                perNode(rec)
+                continue
+            source.processed += 1
+            node.processed += 1
+            headers = tuple(rec.headers) if rec.headers else ()
+            try:
+                streamTime = meta["observedStreamTime"]
+                if ts > streamTime:
+                    streamTime = meta["observedStreamTime"] = ts
+                closeTime = streamTime - grace - gap
+                kb = keyBytesOf(key)
+                merged = find(kb, ts - gap, ts + gap)
+                value = initializer()
+                start = end = ts
+                for sEnd, sStart, _, sAgg in merged:
+                    value = merger(key, value, sAgg)
+                    if sStart < start:
+                        start = sStart
+                    if sEnd > end:
+                        end = sEnd
+                if end < closeTime:
+                    asNode(rec)
+                    try:
+                        agg._skipExpired(ts, start, end, closeTime, streamTime, merged)
+                    finally:
+                        context.currentNode = context.metadata = None
+                    continue
+                if start != ts or end != ts:
+                    for sEnd, sStart, sKey, _ in merged:
+                        put(sEnd, kb, sStart, sKey, None)
+                        emit(sKey, sStart, sEnd, None, headers)
+                value = aggregator(key, rec.value, value)
+                put(end, kb, start, key, value)
+                emit(key, start, end, value, headers)
+            except StreamsException:
+                raise
+            except Exception as e:  # KIP-1033, as StreamTask._processorCall
+                asNode(rec)
+                try:
+                    task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
+                finally:
+                    context.currentNode = context.metadata = None
+        return n
+
+    return run
+
+
+_tupleNew = tuple.__new__
