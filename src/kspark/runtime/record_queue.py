@@ -68,6 +68,10 @@ class RecordQueue:
         self._keySerde = keySerde
         self._valueSerde = valueSerde
         self._extractor = extractor
+        from ..processor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp
+
+        self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
+                                                     UsePartitionTimeOnInvalidTimestamp)
         self._metrics = metrics
         self._taskId = taskId
         self.sourceNodeName = sourceNodeName
@@ -87,9 +91,7 @@ class RecordQueue:
     def extractsMetadataTimestamp(self) -> bool:
         """Whether this queue's extractor is a built-in one that returns the record's metadata
         timestamp when it is >= 0, so a host may take valid timestamps in bulk (rule T-3)."""
-        from ..processor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp
-
-        return type(self._extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
+        return self._builtInExtractor
 
     def isEmpty(self) -> bool:
         return self.head is None

@@ -332,6 +332,7 @@ class StreamTask:
         self._cancellables: dict[tuple, Cancellable] = {}
         self._restoredSchedules: dict[tuple, int] = {}  # schedule key -> next fire time, from a checkpoint
         self._fastPath = None  # set by initialize(), see _buildFastPath
+        self._streamTimeHeap = self._queues[PunctuationType.STREAM_TIME]._heap  # empty: nothing scheduled
 
     # ------------------------------------------------------------------ node behaviour
     def _forwarder(self, node: _Node):
@@ -529,7 +530,7 @@ class StreamTask:
     def process(self, wallClockTime: int) -> bool:
         """Process the next record if the task is ready; return whether one was processed."""
         self.wallClockTime = wallClockTime
-        if self._fastPath is not None and not self._queues[PunctuationType.STREAM_TIME]._heap:
+        if self._fastPath is not None and not self._streamTimeHeap:
             return self._fastPath(1) > 0
         if not self.partitionGroup.readyToProcess(wallClockTime):
             return False
@@ -549,7 +550,7 @@ class StreamTask:
         """Process every processable record, checking stream-time punctuation after each one
         (as TopologyTestDriver does, rule TTD-1); return how many were processed."""
         process, punctuate = self.process, self.maybePunctuateStreamTime
-        heap = self._queues[PunctuationType.STREAM_TIME]._heap
+        heap = self._streamTimeHeap
         # The record loop allocates many short-lived acyclic objects and no cycles of its own;
         # the cyclic GC would re-walk every live object (records of the batch, stores) several
         # times per batch. It is paused for the loop (~20 % of the loop's CPU) and runs as usual after it.
