@@ -21,6 +21,12 @@ from kspark.runtime.stream_task import StreamTask
 from kspark.testing import TopologyTestDriver
 
 KEY_SERDE = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
+KEY_SERDES = {
+    "string": (Serdes.String(), KEY_SERDE),  # specialised: one UTF-8 encode per record
+    "json": (Serdes.JSON(), WindowedSerdes.sessionWindowedSerdeFrom(Serdes.JSON())),
+    # a user serde (not the built-in windowed one): the sink's generic write with a Windowed key
+    "custom": (Serdes.String(), type("MyWindowedSerde", (type(KEY_SERDE),), {})(Serdes.String())),
+}
 
 
 def failOnX(key, value, agg):
@@ -29,10 +35,11 @@ def failOnX(key, value, agg):
     return agg + "+" + value
 
 
-def topology(gap, grace, kind, retention=None):
+def topology(gap, grace, kind, retention=None, keys="string"):
+    keySerde, windowedSerde = KEY_SERDES[keys]
     b = StreamsBuilder()
     windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
-    grouped = b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().windowedBy(windows)
+    grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
     materialized = Materialized.as_("s")
     if retention is not None:
         materialized = materialized.withRetention(timedelta(milliseconds=retention))
@@ -40,29 +47,29 @@ def topology(gap, grace, kind, retention=None):
     materialized = materialized.withValueSerde(valueSerde).withCachingDisabled()
     table = (grouped.count(materialized=materialized) if kind == "count" else
              grouped.aggregate(lambda: "", failOnX, lambda k, a, b: a + b, materialized=materialized))
-    table.toStream().to("out", Produced.with_(KEY_SERDE, valueSerde))
+    table.toStream().to("out", Produced.with_(windowedSerde, valueSerde))
     return b.build()
 
 
 def storeContents(store):
     return [(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
-            for key in sorted(store._byKey) for kv in store.fetch(Serdes.String().deserialize("s", key))]
+            for key in sorted(store._byKey) for kv in store.fetch(store._keySerde.deserialize("s", key))]
 
 
-def onDriver(records, topo, fused):
+def onDriver(records, topo, fused, keySerde=Serdes.String()):
     config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler}
     with TopologyTestDriver(topo, config) as d:
         assert d._task._fastPath is not None
         if not fused:
             d._task._fastPath = None
-        i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+        i = d.createInputTopic("in", keySerde, Serdes.String())
         for k, v, ts, headers in records:
             i.pipeInput(k, v, ts, headers=headers)
         out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
         return out, d.metrics(), storeContents(d.getSessionStore("s"))
 
 
-def onBatches(records, topo, fused, batch):
+def onBatches(records, topo, fused, batch, keySerde=Serdes.String()):
     """As the Spark host runs a task: raw records added per micro-batch, then processAll + commit."""
     config = StreamsConfig({"application.id": "fast-path",
                             "processing.exception.handler": LogAndContinueProcessingExceptionHandler})
@@ -72,8 +79,7 @@ def onBatches(records, topo, fused, batch):
     assert task._fastPath is not None
     if not fused:
         task._fastPath = None
-    serde = Serdes.String()
-    raws = [RawRecord(n, ts, serde.serialize("in", k), serde.serialize("in", v), headers, ts)
+    raws = [RawRecord(n, ts, keySerde.serialize("in", k), Serdes.String().serialize("in", v), headers, ts)
             for n, (k, v, ts, headers) in enumerate(records)]
     out = []
     for i in range(0, len(raws), batch):
@@ -101,14 +107,16 @@ def inputs(draw):
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(records=inputs(), gap=st.integers(1, 25), grace=st.integers(0, 30),
        kind=st.sampled_from(["count", "aggregate"]), retention=st.sampled_from([None, 200, 150_000]),
-       batch=st.sampled_from([1, 7, 1000]))
-def test_fused_loop_equals_the_per_node_path(records, gap, grace, kind, retention, batch):
+       batch=st.sampled_from([1, 7, 1000]), keys=st.sampled_from(sorted(KEY_SERDES)))
+def test_fused_loop_equals_the_per_node_path(records, gap, grace, kind, retention, batch, keys):
     """Null keys, late records (SA-6), out-of-order merges (SA-4/SA-5), tombstones, headers, an
     aggregator failing on "x" under LogAndContinue (KIP-1033), expired segments (ST-6: steps of
-    70 s jump stream time past a 60 s segment), partitions of the windowed key (DP-1)."""
-    topo = topology(max(gap, 1), grace, kind, None if retention is None else max(retention, gap + grace))
-    assert onDriver(records, topo, fused=True) == onDriver(records, topo, fused=False)
-    assert onBatches(records, topo, True, batch) == onBatches(records, topo, False, batch)
+    70 s jump stream time past a 60 s segment), partitions of the windowed key (DP-1); String,
+    JSON and user-defined windowed key serdes."""
+    topo = topology(gap, grace, kind, None if retention is None else max(retention, gap + grace), keys)
+    keySerde = KEY_SERDES[keys][0]
+    assert onDriver(records, topo, True, keySerde) == onDriver(records, topo, False, keySerde)
+    assert onBatches(records, topo, True, batch, keySerde) == onBatches(records, topo, False, batch, keySerde)
 
 
 def test_fused_loop_concrete_records_and_counters():

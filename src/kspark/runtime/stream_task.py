@@ -215,12 +215,6 @@ class SinkWriter:
             )
         self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
 
-    def writeSerialized(self, keyBytes: bytes, valueBytes: bytes | None, hashed: bytes, timestamp: int, headers: tuple) -> None:
-        """Append an already serialized record whose partition is that of ``hashed`` (no partitioner)."""
-        n = self._n if self._n is not None else self.numPartitions()
-        self._produced.append(_tupleNew(ProducedRecord, (self.topic, partitionForKey(hashed, n), timestamp,
-                                                         keyBytes, valueBytes, headers)))
-
 
 class StreamTask:
     """One task: a sub-topology instance for one input partition number (Kafka ``StreamTask``).

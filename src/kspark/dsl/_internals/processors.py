@@ -560,8 +560,13 @@ _ForwardingCache = RecordCache  # the former name, for modules written against i
 
 def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
     """``run(limit)`` for ``KStreamSessionWindowAggregate.fastPath`` (record loop of one task)."""
+    import struct
+
     from ...errors import StreamsException
     from ...processor import RecordMetadata
+    from ...runtime.partitioner import partitionForKey
+    from ...runtime.stream_task import ProducedRecord
+    from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
     pg, context, store, meta, sink = task.partitionGroup, task.context, agg.store, agg.meta, sinkNode.sink
@@ -572,20 +577,32 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
     # the windowed key's bytes are inner key + end + start (SessionWindowedSerde); any other key
     # serde gets a Windowed key through the sink's generic write
     inner = sink.keySerde.inner if type(sink.keySerde) is _SessionWindowedSerde else None
-    pack, write, writeSerialized = _END_START.pack, sink.write, sink.writeSerialized
+    # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
+    # (a str key's UTF-8), so one encode per record serves the lookup, the key and the partition
+    stringKeys = type(inner) is _StringSerde and type(store._keySerde) is _StringSerde
+    longValues = type(sink.valueSerde) is _LongSerde  # an int packs as >q, as _LongSerde does
+    pack, packLong, write = _END_START.pack, struct.Struct(">q").pack, sink.write
+    produced = sink._produced
 
-    def emit(key, start: int, end: int, value, headers: tuple) -> None:
+    def emit(key, start: int, end: int, value, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
             write(_Windowed(key, _SessionWindow(start, end)), value, end, headers)
             return
         try:
-            keyBytes = inner.serialize(topic, key)
-            valueBytes = valueSerialize(topic, value)
+            if keyBytes is None:
+                keyBytes = inner.serialize(topic, key)
+            if value is None or not longValues or type(value) is not int or not -1 << 63 <= value < 1 << 63:
+                valueBytes = valueSerialize(topic, value)
+            else:
+                valueBytes = packLong(value)
         except Exception as e:
             raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
-        writeSerialized(keyBytes + pack(end, start), valueBytes, keyBytes, end, headers)
+        # WindowedStreamPartitioner: the partition of the inner key (DP-1)
+        n = sink._n if sink._n is not None else sink.numPartitions()
+        produced.append(_tupleNew(ProducedRecord, (topic, partitionForKey(keyBytes, n), end,
+                                                   keyBytes + pack(end, start), valueBytes, headers)))
 
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
@@ -626,7 +643,10 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 if ts > streamTime:
                     streamTime = meta["observedStreamTime"] = ts
                 closeTime = streamTime - grace - gap
-                kb = keyBytesOf(key)
+                if stringKeys and type(key) is str:
+                    kb = innerBytes = key.encode("utf-8")
+                else:
+                    kb, innerBytes = keyBytesOf(key), None
                 merged = find(kb, ts - gap, ts + gap)
                 value = initializer()
                 start = end = ts
@@ -646,10 +666,10 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 if start != ts or end != ts:
                     for sEnd, sStart, sKey, _ in merged:
                         put(sEnd, kb, sStart, sKey, None)
-                        emit(sKey, sStart, sEnd, None, headers)
+                        emit(sKey, sStart, sEnd, None, headers, innerBytes)
                 value = aggregator(key, rec.value, value)
                 put(end, kb, start, key, value)
-                emit(key, start, end, value, headers)
+                emit(key, start, end, value, headers, innerBytes)
             except StreamsException:
                 raise
             except Exception as e:  # KIP-1033, as StreamTask._processorCall
