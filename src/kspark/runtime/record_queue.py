@@ -170,6 +170,13 @@ class PartitionGroup:
         queues = self.queues
         if len(queues) == 1:  # one input partition: never idles (no other queue to wait for)
             return queues[0].head is not None
+        for q in queues:
+            if q.head is None:
+                break
+        else:  # every queue has data: ready, no queue is idling
+            if self._idleStart:
+                self._idleStart.clear()
+            return True
         if not any(q.head is not None for q in queues):
             return False
         if self._maxTaskIdleMs < 0:
