@@ -34,7 +34,6 @@ import shutil
 import sys
 import time
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 
 from kspark import (
@@ -51,9 +50,13 @@ PRICE_PARTITIONS, VALUATION_PARTITIONS, SIGNAL_PARTITIONS = 5, 1, 5
 DEFAULT_THRESHOLD = 0.05
 
 
-@lru_cache(maxsize=4096)  # a snapshot's prices share its timestamp: parse each one once
-def epochMs(iso: str) -> int:
-    return int(datetime.fromisoformat(iso).timestamp() * 1000)
+def epochMs(iso: str, _parsed: dict = {}) -> int:  # noqa: B006 - memo: a snapshot's prices share its timestamp
+    ms = _parsed.get(iso)
+    if ms is None:
+        if len(_parsed) > 4096:
+            _parsed.clear()
+        ms = _parsed[iso] = int(datetime.fromisoformat(iso).timestamp() * 1000)
+    return ms
 
 
 class SnapshotTimestampExtractor(TimestampExtractor):
