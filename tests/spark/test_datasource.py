@@ -245,3 +245,12 @@ def test_reader_and_writer_reject_bad_options(tmp_path):
     withoutMetrics = StructType(SINK_SCHEMA.fields[:-1])
     with pytest.raises(ValueError, match="missing or mistyped: metrics string"):
         LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p"}, withoutMetrics)
+
+
+def test_progress_log_counts_records_from_the_source_offsets_not_chunk_rows():
+    from kspark.spark._progress import _recordsRead
+
+    start = json.dumps({"a/0": 3, "a/1": 0, "a/0@logEnd": 9, "a/1@logEnd": 4})
+    end = json.dumps({"a/0": 7, "a/1": 4, "a/0@logEnd": 9, "a/1@logEnd": 4, "@heartbeat": 1700000000000})
+    assert _recordsRead(start, end) == 8
+    assert _recordsRead(None, json.dumps({"a/0": 5, "a/0@logEnd": 5})) == 5
