@@ -368,26 +368,21 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         )
 
     def _readChunks(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
-        firsts: list[int] = []
-        blobs: list[bytes | None] = []
+        """One batch per chunk (a batch of many chunks could pass Arrow's 2 GB per binary array),
+        then the marker row."""
         if partition.end > partition.start:
             table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
-            offsets = table.column("offset")
-            records = table.select(RECORD_SCHEMA.names)
-            done = 0
-            for chunk in chunkTable(records):
-                firsts.append(offsets[done].as_py())
-                blobs.append(encodeChunk(chunk))
-                done += chunk.num_rows
-        n = len(firsts)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array([partition.topic] * (n + 1), pa.string()),
-                pa.array([partition.partition] * (n + 1), pa.int32()),
-                pa.array(firsts + [-1], pa.int64()),
-                pa.array(blobs + [None], pa.binary()),
-                pa.array([None] * n + [partition.lag], pa.int64()),
-            ],
+            first = table.column("offset")[0].as_py()  # offsets within a partition are dense
+            for chunk in chunkTable(table.select(RECORD_SCHEMA.names)):
+                yield self._chunkBatch(partition, first, encodeChunk(chunk), None)
+                first += chunk.num_rows
+        yield self._chunkBatch(partition, -1, None, partition.lag)
+
+    @staticmethod
+    def _chunkBatch(partition: TopicPartitionRange, offset: int, records: bytes | None, lag: int | None) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([partition.topic], pa.string()), pa.array([partition.partition], pa.int32()),
+             pa.array([offset], pa.int64()), pa.array([records], pa.binary()), pa.array([lag], pa.int64())],
             schema=_SOURCE_CHUNK_ARROW_SCHEMA,
         )
 
