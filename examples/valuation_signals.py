@@ -34,6 +34,7 @@ import shutil
 import sys
 import time
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 
 from kspark import (
@@ -50,6 +51,7 @@ PRICE_PARTITIONS, VALUATION_PARTITIONS, SIGNAL_PARTITIONS = 5, 1, 5
 DEFAULT_THRESHOLD = 0.05
 
 
+@lru_cache(maxsize=4096)  # a snapshot's prices share its timestamp: parse each one once
 def epochMs(iso: str) -> int:
     return int(datetime.fromisoformat(iso).timestamp() * 1000)
 

@@ -115,6 +115,29 @@ class _ByteArraySerde(Serde):
         return None if data is None else bytes(data)
 
 
+try:
+    from orjson import loads as _orjsonLoads
+except ImportError:  # pragma: no cover - a dependency; json alone gives the same values
+    _orjsonLoads = None
+
+
+def _holdsHugeFloat(value) -> bool:
+    """Whether a parsed JSON value holds a float with magnitude >= 2**63 (orjson's reading of an
+    integer literal beyond 64 bits, which json.loads reads as an int)."""
+    t = type(value)
+    if t is float:
+        return not -9.223372036854775e18 < value < 9.223372036854775e18
+    if t is dict:
+        value = value.values()
+    elif t is not list:
+        return False
+    for v in value:
+        t = type(v)
+        if t is not str and t is not int and v is not None and t is not bool and _holdsHugeFloat(v):
+            return True
+    return False
+
+
 class _JsonSerde(Serde):
     name = "JSON"
 
@@ -129,6 +152,18 @@ class _JsonSerde(Serde):
     def deserialize(self, topic, data):
         if data is None:
             return None
+        # orjson (≈5x faster) where its result is json.loads' own: it fails on everything json
+        # reads differently (BOM, lone surrogates, NaN, overflowing floats) and json then runs, but
+        # it turns integers beyond 64 bits into floats, so a result holding a float of that
+        # magnitude is read again by json.
+        if _orjsonLoads is not None:
+            try:
+                value = _orjsonLoads(data)
+            except ValueError:
+                pass
+            else:
+                if not _holdsHugeFloat(value):
+                    return value
         try:
             return json.loads(bytes(data))
         except ValueError as e:

@@ -38,6 +38,27 @@ class Metrics:
 
     def __init__(self) -> None:
         self.counters: defaultdict[MetricName, float] = defaultdict(float)
+        # hot counters kept as plain int attributes of their owners (a processor node's
+        # ``processed``), read here: no MetricName hashing per record
+        self._sources: list = []
+
+    def addSource(self, owner) -> None:
+        """Count ``owner.processed`` as metric ``owner.processCounter`` (kspark internal)."""
+        self._sources.append(owner)
+
+    def all(self) -> dict[MetricName, float]:
+        """Every counter with a value, as ``MetricName -> value``."""
+        out = dict(self.counters)
+        for s in self._sources:
+            if s.processed:
+                out[s.processCounter] = out.get(s.processCounter, 0) + s.processed
+        return out
+
+    def clear(self) -> None:
+        """Reset every counter to zero (the Spark host reports per-batch deltas)."""
+        self.counters.clear()
+        for s in self._sources:
+            s.processed = 0
 
     def add(self, name: MetricName, amount: float = 1) -> None:
         self.counters[name] += amount
@@ -49,4 +70,4 @@ class Metrics:
         self.counters[MetricName("dropped-records-total", DROP_REASON_GROUP, tags)] += 1
 
     def encoded(self) -> dict[str, float]:
-        return {k.encode(): v for k, v in self.counters.items()}
+        return {k.encode(): v for k, v in self.all().items()}

@@ -68,6 +68,10 @@ class RecordQueue:
         self._keySerde = keySerde
         self._valueSerde = valueSerde
         self._extractor = extractor
+        from ..processor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp
+
+        self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
+                                                     UsePartitionTimeOnInvalidTimestamp)
         self._metrics = metrics
         self._taskId = taskId
         self.sourceNodeName = sourceNodeName
@@ -87,9 +91,7 @@ class RecordQueue:
     def extractsMetadataTimestamp(self) -> bool:
         """Whether this queue's extractor is a built-in one that returns the record's metadata
         timestamp when it is >= 0, so a host may take valid timestamps in bulk (rule T-3)."""
-        from ..processor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp
-
-        return type(self._extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
+        return self._builtInExtractor
 
     def isEmpty(self) -> bool:
         return self.head is None
@@ -168,6 +170,13 @@ class PartitionGroup:
         queues = self.queues
         if len(queues) == 1:  # one input partition: never idles (no other queue to wait for)
             return queues[0].head is not None
+        for q in queues:
+            if q.head is None:
+                break
+        else:  # every queue has data: ready, no queue is idling
+            if self._idleStart:
+                self._idleStart.clear()
+            return True
         if not any(q.head is not None for q in queues):
             return False
         if self._maxTaskIdleMs < 0:

@@ -6,6 +6,7 @@ task and micro-batch.
 
 from __future__ import annotations
 
+import gc
 import logging
 from itertools import count
 from typing import Any, Callable, NamedTuple
@@ -58,11 +59,14 @@ def decodeHeaders(data: bytes | None) -> tuple:
 
 
 class _Node:
-    __slots__ = ("name", "children", "processCounter", "process")
+    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.children: list[_Node] = []
+        self.processed = 0  # process-total, read through Metrics.addSource
+        self.processor = None  # a processor node's Processor
+        self.sink: SinkWriter | None = None  # a sink node's writer
 
 
 class _Context(ProcessorContext):
@@ -167,6 +171,51 @@ def _serde(serde, default):
     return serde if withDefault is None else withDefault(default)
 
 
+class SinkWriter:
+    """Serializes, partitions and appends a sink node's records to the task's produced list
+    (Kafka ``SinkNode`` + ``RecordCollector``).
+
+    ``write(key, value, timestamp, headers)``; raises ``StreamsException`` on a serialization
+    error or a partitioner result out of range.
+    """
+
+    __slots__ = ("name", "topic", "keySerde", "valueSerde", "partitioner", "baseKey", "_numPartitions",
+                 "_n", "_produced", "_roundRobin")
+
+    def __init__(self, name: str, topic: str, keySerde, valueSerde, partitioner, numPartitions, produced: list) -> None:
+        self.name, self.topic, self.keySerde, self.valueSerde = name, topic, keySerde, valueSerde
+        self.partitioner = partitioner
+        # a windowed key serde hashes only the base key (Kafka WindowedStreamPartitioner, DP-1)
+        self.baseKey = getattr(keySerde, "baseKeyBytes", None)
+        self._numPartitions, self._n, self._produced, self._roundRobin = numPartitions, None, produced, count()
+
+    def numPartitions(self) -> int:
+        if self._n is None:  # looked up lazily: an internal topic's count is known at run time
+            self._n = self._numPartitions(self.topic)
+        return self._n
+
+    def write(self, key, value, timestamp: int, headers: tuple) -> None:
+        topic = self.topic
+        n = self._n if self._n is not None else self.numPartitions()
+        try:
+            keyBytes = self.keySerde.serialize(topic, key)
+            valueBytes = self.valueSerde.serialize(topic, value)
+        except Exception as e:
+            raise StreamsException(f"Error serializing record to topic {topic} in sink node {self.name}: {e}") from e
+        partitioner = self.partitioner
+        partition = partitioner(topic, key, value, n) if partitioner else None
+        if partition is None:
+            # DP-1: the producer hashes a non-null key; a null key is spread without hashing
+            # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
+            hashed = keyBytes if self.baseKey is None or keyBytes is None else self.baseKey(keyBytes)
+            partition = partitionForKey(hashed, n) if hashed is not None else next(self._roundRobin) % n
+        elif not 0 <= partition < n:
+            raise StreamsException(
+                f"Partitioner of sink {self.name} returned partition {partition} for topic {topic} with {n} partitions"
+            )
+        self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+
+
 class StreamTask:
     """One task: a sub-topology instance for one input partition number (Kafka ``StreamTask``).
 
@@ -230,6 +279,7 @@ class StreamTask:
             node.processCounter = MetricName(
                 "process-total", NODE_GROUP, (("task-id", taskId), ("processor-node-id", spec.name))
             )
+            self.metrics.addSource(node)
             if isinstance(spec, SourceNodeSpec):
                 node.process = self._forwarder(node)
                 if spec.isGlobal:  # one queue per partition of a global topic (see GlobalKTable)
@@ -259,6 +309,7 @@ class StreamTask:
                         f"Processor supplier of {spec.name} returned {processor!r}, not a Processor"
                     )
                 node.process = self._processorCall(node, processor)
+                node.processor = processor
                 self._processors.append((node, processor))
                 self.storesOf[spec.name] = set(spec.stores)
             else:
@@ -274,25 +325,25 @@ class StreamTask:
         self._registered: dict[tuple, int] = {}  # (node, type, interval) -> schedules registered so far
         self._cancellables: dict[tuple, Cancellable] = {}
         self._restoredSchedules: dict[tuple, int] = {}  # schedule key -> next fire time, from a checkpoint
+        self._fastPath = None  # set by initialize(), see _buildFastPath
+        self._streamTimeHeap = self._queues[PunctuationType.STREAM_TIME]._heap  # empty: nothing scheduled
 
     # ------------------------------------------------------------------ node behaviour
     def _forwarder(self, node: _Node):
         context = self.context
-        counters = self.metrics.counters
 
         def process(record: Record) -> None:
-            counters[node.processCounter] += 1
+            node.processed += 1
             context.currentNode = node
             context.forward(record)
 
         return process
 
     def _processorCall(self, node: _Node, processor):
-        counters = self.metrics.counters
         call = processor.process
 
         def process(record: Record) -> None:
-            counters[node.processCounter] += 1
+            node.processed += 1
             try:
                 call(record)
             except StreamsException:
@@ -360,40 +411,14 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
-        keySerde = _serde(spec.keySerde, defaultKey)
-        valueSerde = _serde(spec.valueSerde, defaultValue)
-        partitioner = spec.partitioner
-        produced = self.produced
-        counters = self.metrics.counters
-        roundRobin = count()
-        baseKey = getattr(keySerde, "baseKeyBytes", None)
-        cache: list[int] = []
+        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
+                                        _serde(spec.valueSerde, defaultValue), spec.partitioner,
+                                        numPartitions, self.produced)
+        write = writer.write
 
         def process(record: Record) -> None:
-            counters[node.processCounter] += 1
-            if not cache:
-                cache.append(numPartitions(topic))
-            n = cache[0]
-            key, value = record.key(), record.value()
-            try:
-                keyBytes = keySerde.serialize(topic, key)
-                valueBytes = valueSerde.serialize(topic, value)
-            except Exception as e:
-                raise StreamsException(
-                    f"Error serializing record to topic {topic} in sink node {spec.name}: {e}"
-                ) from e
-            partition = partitioner(topic, key, value, n) if partitioner else None
-            if partition is None:
-                # DP-1: the producer hashes a non-null key; a null key is spread without hashing
-                # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
-                # (a windowed key serde hashes only the base key: WindowedStreamPartitioner)
-                hashed = keyBytes if baseKey is None or keyBytes is None else baseKey(keyBytes)
-                partition = partitionForKey(hashed, n) if hashed is not None else next(roundRobin) % n
-            elif not 0 <= partition < n:
-                raise StreamsException(
-                    f"Partitioner of sink {spec.name} returned partition {partition} for topic {topic} with {n} partitions"
-                )
-            produced.append(_tupleNew(ProducedRecord, (topic, partition, record.timestamp(), keyBytes, valueBytes, record.headers())))
+            node.processed += 1
+            write(record.key(), record.value(), record.timestamp(), record.headers())
 
         return process
 
@@ -405,6 +430,28 @@ class StreamTask:
             processor.init(self.context)
         self.context.currentNode = None
         self._restoredSchedules = {}
+        self._fastPath = self._buildFastPath()
+
+    def _buildFastPath(self):
+        """A fused record loop for the whole task, or None (kspark internal).
+
+        When the task reads a single partition and its source's only child is a processor with a
+        ``fastPath(task, sourceNode, node, queue)`` method (DSL built-ins that recognise the rest of
+        the graph, e.g. a session aggregation whose only downstream is ``toStream().to()``), that
+        method may return ``run(limit) -> records processed``: it processes up to ``limit``
+        records (None: all processable ones) exactly as ``process`` would, without the per-hop
+        ``Record``/``forward`` calls. It is used only while no stream-time punctuator is scheduled.
+        """
+        queues = self.partitionGroup.queues
+        if len(queues) != 1 or queues[0].isGlobal:
+            return None
+        queue = queues[0]
+        source = queue.sourceNode
+        if len(source.children) != 1:
+            return None
+        node = source.children[0]
+        factory = getattr(node.processor, "fastPath", None)
+        return None if factory is None else factory(self, source, node, queue)
 
     # ------------------------------------------------------------------ punctuation
     def schedule(self, node: _Node, interval: int, type: PunctuationType, punctuator) -> Cancellable:
@@ -477,6 +524,8 @@ class StreamTask:
     def process(self, wallClockTime: int) -> bool:
         """Process the next record if the task is ready; return whether one was processed."""
         self.wallClockTime = wallClockTime
+        if self._fastPath is not None and not self._streamTimeHeap:
+            return self._fastPath(1) > 0
         if not self.partitionGroup.readyToProcess(wallClockTime):
             return False
         record, queue = self.partitionGroup.nextRecord()
@@ -494,9 +543,24 @@ class StreamTask:
     def processAll(self, wallClockTime: int) -> int:
         """Process every processable record, checking stream-time punctuation after each one
         (as TopologyTestDriver does, rule TTD-1); return how many were processed."""
-        n = 0
         process, punctuate = self.process, self.maybePunctuateStreamTime
-        heap = self._queues[PunctuationType.STREAM_TIME]._heap
+        heap = self._streamTimeHeap
+        # The record loop allocates many short-lived acyclic objects and no cycles of its own;
+        # the cyclic GC would re-walk every live object (records of the batch, stores) several
+        # times per batch. It is paused for the loop (~20 % of the loop's CPU) and runs as usual after it.
+        gcWasEnabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self._fastPath is not None and not heap:
+                self.wallClockTime = wallClockTime
+                return self._fastPath(None)
+            return self._processEach(wallClockTime, process, punctuate, heap)
+        finally:
+            if gcWasEnabled:
+                gc.enable()
+
+    def _processEach(self, wallClockTime: int, process, punctuate, heap) -> int:
+        n = 0
         partitionGroup = self.partitionGroup
         while process(wallClockTime):
             # cheap pre-check of maybePunctuateStreamTime: nothing scheduled or nothing due yet

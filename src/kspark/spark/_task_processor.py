@@ -92,7 +92,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         task.commit()  # a micro-batch is a commit: the DSL record caches flush here
         produced = task.drainProduced()
         metrics = task.metrics.encoded()
-        task.metrics.counters.clear()
+        task.metrics.clear()
 
         processed = time.perf_counter()
         version = uuid.uuid4().hex

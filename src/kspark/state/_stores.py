@@ -326,7 +326,11 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def _insert(self, entry: tuple[int, bytes, int], value: tuple[Any, Any]) -> None:
         if entry not in self._data:
-            self._byKey.setdefault(entry[1], set()).add((entry[0], entry[2]))
+            sessions = self._byKey.get(entry[1])
+            if sessions is None:
+                self._byKey[entry[1]] = {(entry[0], entry[2])}
+            else:
+                sessions.add((entry[0], entry[2]))
             bisect.insort(self._byEnd, entry)
         self._data[entry] = value
 
@@ -334,10 +338,12 @@ class SessionStore(_TimeOrderedStoreBase):
         if self._data.pop(entry, None) is None:
             return
         sessions = self._byKey[entry[1]]
-        sessions.discard((entry[0], entry[2]))
-        if not sessions:
+        if len(sessions) == 1:
             del self._byKey[entry[1]]
-        del self._byEnd[bisect.bisect_left(self._byEnd, entry)]
+        else:
+            sessions.discard((entry[0], entry[2]))
+        byEnd = self._byEnd
+        del byEnd[bisect.bisect_left(byEnd, entry)]
 
     def put(self, sessionKey, aggregate: Any) -> None:
         """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
@@ -353,16 +359,21 @@ class SessionStore(_TimeOrderedStoreBase):
         if aggregate is None:
             self._delete(entry)
             return
-        if self._expired(end):
+        # _expired, inlined: the session and the oldest stored one
+        bound = self._observed - self._retentionMs
+        persistent = self._persistent
+        if (end // self._segmentInterval < bound // self._segmentInterval) if persistent else end <= bound:
             log.warning("Skipping record for expired segment.")
             if self.droppedCounter is not None:
                 self.droppedCounter()
             return
         self._insert(entry, (key, aggregate))
         byEnd = self._byEnd
-        if byEnd and self._expired(byEnd[0][0]):  # drop expired segments / sessions, oldest first
+        if (byEnd[0][0] // self._segmentInterval < bound // self._segmentInterval) if persistent else byEnd[0][0] <= bound:
+            # drop expired segments / sessions, oldest first
+            expired = self._expired
             n = 1
-            while n < len(byEnd) and self._expired(byEnd[n][0]):
+            while n < len(byEnd) and expired(byEnd[n][0]):
                 n += 1
             data, byKey = self._data, self._byKey
             for e in byEnd[:n]:
@@ -401,12 +412,20 @@ class SessionStore(_TimeOrderedStoreBase):
         sessions = self._byKey.get(kb)
         if not sessions:
             return []
-        lowest = max(earliestSessionEndTime, self._minLiveEnd())
+        lowest = self._observed - self._retentionMs + 1  # _minLiveEnd()
+        if earliestSessionEndTime > lowest:
+            lowest = earliestSessionEndTime
         data = self._data
+        if len(sessions) == 1:
+            for end, start in sessions:
+                if end >= lowest and start <= latestSessionStartTime:
+                    key, aggregate = data[(end, kb, start)]
+                    return [(end, start, key, aggregate)]
+            return []
         found = [(end, start) + data[(end, kb, start)] for end, start in sessions
                  if end >= lowest and start <= latestSessionStartTime]
         if len(found) > 1:
-            found.sort(key=lambda e: (e[0], -e[1]))
+            found.sort(key=_endThenStartDescending)
         return found
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
@@ -431,6 +450,10 @@ class SessionStore(_TimeOrderedStoreBase):
     def backwardFetch(self, key: Any) -> KeyValueIterator:
         """All live sessions of ``key``, latest first."""
         return KeyValueIterator(list(reversed(list(self.fetch(key)))))
+
+
+def _endThenStartDescending(entry: tuple) -> tuple:
+    return entry[0], -entry[1]
 
 
 class SessionBytesStoreSupplier(NamedTuple):

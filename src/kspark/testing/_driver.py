@@ -276,17 +276,25 @@ class TopologyTestDriver:
     def _enqueue(self, topic, key, value, timestamp, headers) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        self._task.addRecords(topic, [RawRecord(offset, timestamp, key, value, headers)], lag=0)
+        task = self._task
+        # a built-in extractor returns a valid metadata timestamp as is (T-3): taken without a call
+        extracted = timestamp if timestamp >= 0 and task.queueOf[topic].extractsMetadataTimestamp() else None
+        task.addRecords(topic, [RawRecord(offset, timestamp, key, value, headers, extracted)], lag=0)
 
     def _completeAllProcessableWork(self) -> None:
         # TTD-1: process, punctuate on stream time, route repartition records back, until idle
-        while self._task.process(self._wallClock):
-            self._task.maybePunctuateStreamTime()
-            self._task.commit()
+        task = self._task
+        heap = task._streamTimeHeap
+        while task.process(self._wallClock):
+            if heap:  # nothing scheduled: nothing to punctuate
+                task.maybePunctuateStreamTime()
+            task.commit()
             self._routeProduced()
         self._routeProduced()
 
     def _routeProduced(self) -> None:
+        if not self._task.produced:
+            return
         for r in self._task.drainProduced():
             if r.topic in self._internal:
                 self._enqueue(r.topic, r.key, r.value, r.timestamp, r.headers)
@@ -329,7 +337,7 @@ class TopologyTestDriver:
 
     def metrics(self) -> dict[MetricName, float]:
         """Counters by ``MetricName`` (e.g. ``dropped-records-total`` of group ``stream-task-metrics``)."""
-        return dict(self._task.metrics.counters)
+        return self._task.metrics.all()
 
     def close(self) -> None:
         self._task.close()

@@ -103,7 +103,9 @@ class RecordCache:
         self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
         self.dirty: dict[Any, None] = {}                         # order of each key's last update
         self.sizeBytes = 0
-        # session schema: inner key -> ([(end, start)] sorted, {(end, start): Windowed}) of cached sessions
+        # session schema: inner key -> ([(end, start)] sorted, {(end, start): Windowed}) of cached
+        # sessions that have a value (tombstones are left out: lookups skip them, and an active
+        # key's tombstones would otherwise pile up until the next flush)
         self.byKey: dict = {}
         if enabled:
             context = processor.context()
@@ -169,8 +171,11 @@ class RecordCache:
                     # the old value is the one of the last flush (Kafka reads it from the underlying store)
                     record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
         self.entries[key] = _Entry(record, existedInStore, size)
-        if old is None and self.schema == "session":
-            self._index(key)
+        if self.schema == "session":  # the index holds the cached sessions with a value only
+            if record.value().newValue is None:
+                self._unindex(key)
+            elif old is None or old.record.value().newValue is None:
+                self._index(key)
         self.dirty.pop(key, None)
         self.dirty[key] = None
         self.sizeBytes += size
@@ -253,7 +258,8 @@ class RecordCache:
                 entry = _Entry(Record(windowed, Change(value, None), end, ()), True, size)
                 entry.dirty = False
             self.entries[windowed] = entry
-            self._index(windowed)
+            if entry.record.value().newValue is not None:
+                self._index(windowed)
             self.sizeBytes += entry.size
         self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes

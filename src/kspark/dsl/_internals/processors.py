@@ -383,17 +383,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             if sEnd > end:
                 end = sEnd
         if end < closeTime:
-            meta = self.context().recordMetadata()
-            log.warning(
-                "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-                "window=[%d,%d] expiration=[%d] streamTime=[%d]",
-                meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-                closeTime, streamTime,
-            )
-            self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                                   "expired window")
-            for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
-                self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
+            self._skipExpired(ts, start, end, closeTime, streamTime, merged)
             return closeTime
         emitFinal, forward = self.emitFinal, self.cache.forward
         if start != ts or end != ts:
@@ -410,6 +400,42 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         if not emitFinal:
             forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
         return closeTime
+
+
+    def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
+        """SA-6: the merged session ended before the close time: log, count, drop the record."""
+        meta = self.context().recordMetadata()
+        log.warning(
+            "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+            "window=[%d,%d] expiration=[%d] streamTime=[%d]",
+            meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
+            closeTime, streamTime,
+        )
+        self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
+                                               "expired window")
+        for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
+            self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
+
+    def fastPath(self, task, source, node, queue):
+        """The fused loop of ``source -> this -> toStream() -> to()`` (see ``StreamTask._buildFastPath``),
+        or None when the graph has another shape, emits final results, or caches.
+
+        Same records, timestamps, stores, counters, drops and errors as the per-node path: it runs
+        ``_aggregate``'s steps inline and writes the sink's records directly (one key serialization
+        per output, the partition from the inner key as ``WindowedStreamPartitioner`` does); null
+        keys, expired records and exceptions go through the per-node code.
+        """
+        if self.emitFinal or self.cache.enabled or len(node.children) != 1:
+            return None
+        toStream = node.children[0]
+        if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
+            return None
+        sinkNode = toStream.children[0]
+        sink = sinkNode.sink
+        if sink is None or sink.partitioner is not None:
+            return None
+        return _sessionFastPath(self, task, source, node, toStream, sinkNode, queue)
+
 
 
 _TOMBSTONE = Change(None, None)
@@ -530,3 +556,131 @@ class KTableSuppress(ContextualProcessor):
 
 
 _ForwardingCache = RecordCache  # the former name, for modules written against it
+
+
+def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
+    """``run(limit)`` for ``KStreamSessionWindowAggregate.fastPath`` (record loop of one task)."""
+    import struct
+
+    from ...errors import StreamsException
+    from ...processor import RecordMetadata
+    from ...runtime.partitioner import partitionForKey
+    from ...runtime.stream_task import ProducedRecord
+    from ...serialization import _LongSerde, _StringSerde
+    from .._windows import _END_START, _SessionWindowedSerde
+
+    pg, context, store, meta, sink = task.partitionGroup, task.context, agg.store, agg.meta, sinkNode.sink
+    gap, grace = agg._gap, agg._grace
+    initializer, aggregator, merger = agg.initializer, agg.aggregator, agg.merger
+    keyBytesOf, find, put = store._keyBytes, store._findSessionEntries, store._putEntry
+    topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
+    # the windowed key's bytes are inner key + end + start (SessionWindowedSerde); any other key
+    # serde gets a Windowed key through the sink's generic write
+    inner = sink.keySerde.inner if type(sink.keySerde) is _SessionWindowedSerde else None
+    # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
+    # (a str key's UTF-8), so one encode per record serves the lookup, the key and the partition
+    stringKeys = type(inner) is _StringSerde and type(store._keySerde) is _StringSerde
+    longValues = type(sink.valueSerde) is _LongSerde  # an int packs as >q, as _LongSerde does
+    pack, packLong, write = _END_START.pack, struct.Struct(">q").pack, sink.write
+    produced = sink._produced
+
+    def emit(key, start: int, end: int, value, headers: tuple, keyBytes) -> None:
+        toStream.processed += 1
+        sinkNode.processed += 1
+        if inner is None:
+            write(_Windowed(key, _SessionWindow(start, end)), value, end, headers)
+            return
+        try:
+            if keyBytes is None:
+                keyBytes = inner.serialize(topic, key)
+            if value is None or not longValues or type(value) is not int or not -1 << 63 <= value < 1 << 63:
+                valueBytes = valueSerialize(topic, value)
+            else:
+                valueBytes = packLong(value)
+        except Exception as e:
+            raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
+        # WindowedStreamPartitioner: the partition of the inner key (DP-1)
+        n = sink._n if sink._n is not None else sink.numPartitions()
+        produced.append(_tupleNew(ProducedRecord, (topic, partitionForKey(keyBytes, n), end,
+                                                   keyBytes + pack(end, start), valueBytes, headers)))
+
+    def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        try:
+            source.process(Record(rec.key, rec.value, rec.timestamp, rec.headers))
+        finally:
+            context.currentNode = None
+            context.metadata = None
+
+    def asNode(rec) -> None:  # the context the per-node path would have inside this processor
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.currentNode = node
+
+    def run(limit: int | None) -> int:
+        n = 0
+        while limit is None or n < limit:
+            rec = queue.head
+            if rec is None:
+                break
+            n += 1
+            # PartitionGroup.nextRecord / RecordQueue.poll for a task with one queue
+            queue.head = queue._headRaw = None
+            ts = rec.timestamp
+            if ts > queue.partitionTime:
+                queue.partitionTime = ts
+            queue._updateHead()
+            if ts > pg.streamTime:
+                pg.streamTime = ts
+            key = rec.key
+            if key is None:
+                perNode(rec)
+                continue
+            source.processed += 1
+            node.processed += 1
+            headers = tuple(rec.headers) if rec.headers else ()
+            try:
+                streamTime = meta["observedStreamTime"]
+                if ts > streamTime:
+                    streamTime = meta["observedStreamTime"] = ts
+                closeTime = streamTime - grace - gap
+                if stringKeys and type(key) is str:
+                    kb = innerBytes = key.encode("utf-8")
+                else:
+                    kb, innerBytes = keyBytesOf(key), None
+                merged = find(kb, ts - gap, ts + gap)
+                value = initializer()
+                start = end = ts
+                for sEnd, sStart, _, sAgg in merged:
+                    value = merger(key, value, sAgg)
+                    if sStart < start:
+                        start = sStart
+                    if sEnd > end:
+                        end = sEnd
+                if end < closeTime:
+                    asNode(rec)
+                    try:
+                        agg._skipExpired(ts, start, end, closeTime, streamTime, merged)
+                    finally:
+                        context.currentNode = context.metadata = None
+                    continue
+                if start != ts or end != ts:
+                    for sEnd, sStart, sKey, _ in merged:
+                        put(sEnd, kb, sStart, sKey, None)
+                        emit(sKey, sStart, sEnd, None, headers, innerBytes)
+                value = aggregator(key, rec.value, value)
+                put(end, kb, start, key, value)
+                emit(key, start, end, value, headers, innerBytes)
+            except StreamsException:
+                raise
+            except Exception as e:  # KIP-1033, as StreamTask._processorCall
+                asNode(rec)
+                try:
+                    task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
+                finally:
+                    context.currentNode = context.metadata = None
+        return n
+
+    return run
+
+
+_tupleNew = tuple.__new__

@@ -1,0 +1,167 @@
+"""The fused record loop of ``source -> session aggregate -> toStream() -> to()`` (issue 7) gives
+the same output records, headers, metrics, drops, errors and store contents as the per-node path
+it replaces (rules SA-1..SA-9, ST-6/ST-7 store expiry, T-12 stream time, KIP-1033 handler),
+record at a time (TopologyTestDriver) and per batch (the Spark host's ``processAll``).
+
+The per-node path is forced by clearing the task's ``_fastPath``; each test first checks that
+the fused loop was really built for the topology, so a shape change cannot make it vacuous.
+"""
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kspark import Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, WindowedSerdes
+from kspark.config import StreamsConfig
+from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
+from kspark.runtime.record_queue import RawRecord
+from kspark.runtime.stream_task import StreamTask
+from kspark.testing import TopologyTestDriver
+
+KEY_SERDE = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
+KEY_SERDES = {
+    "string": (Serdes.String(), KEY_SERDE),  # specialised: one UTF-8 encode per record
+    "json": (Serdes.JSON(), WindowedSerdes.sessionWindowedSerdeFrom(Serdes.JSON())),
+    # a user serde (not the built-in windowed one): the sink's generic write with a Windowed key
+    "custom": (Serdes.String(), type("MyWindowedSerde", (type(KEY_SERDE),), {})(Serdes.String())),
+}
+
+
+def failOnX(key, value, agg):
+    if value == "x":
+        raise ValueError("bad value x")
+    return agg + "+" + value
+
+
+def topology(gap, grace, kind, retention=None, keys="string"):
+    keySerde, windowedSerde = KEY_SERDES[keys]
+    b = StreamsBuilder()
+    windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
+    grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
+    materialized = Materialized.as_("s")
+    if retention is not None:
+        materialized = materialized.withRetention(timedelta(milliseconds=retention))
+    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
+    materialized = materialized.withValueSerde(valueSerde).withCachingDisabled()
+    table = (grouped.count(materialized=materialized) if kind == "count" else
+             grouped.aggregate(lambda: "", failOnX, lambda k, a, b: a + b, materialized=materialized))
+    table.toStream().to("out", Produced.with_(windowedSerde, valueSerde))
+    return b.build()
+
+
+def storeContents(store):
+    return [(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
+            for key in sorted(store._byKey) for kv in store.fetch(store._keySerde.deserialize("s", key))]
+
+
+def onDriver(records, topo, fused, keySerde=Serdes.String()):
+    config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler}
+    with TopologyTestDriver(topo, config) as d:
+        assert d._task._fastPath is not None
+        if not fused:
+            d._task._fastPath = None
+        i = d.createInputTopic("in", keySerde, Serdes.String())
+        for k, v, ts, headers in records:
+            i.pipeInput(k, v, ts, headers=headers)
+        out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
+        return out, d.metrics(), storeContents(d.getSessionStore("s"))
+
+
+def onBatches(records, topo, fused, batch, keySerde=Serdes.String()):
+    """As the Spark host runs a task: raw records added per micro-batch, then processAll + commit."""
+    config = StreamsConfig({"application.id": "fast-path",
+                            "processing.exception.handler": LogAndContinueProcessingExceptionHandler})
+    sub = topo.subtopologies()[0]
+    task = StreamTask("0_0", sub, topo.storeBuilders(), config, 0, lambda t: t, lambda t: 3)
+    task.initialize()
+    assert task._fastPath is not None
+    if not fused:
+        task._fastPath = None
+    raws = [RawRecord(n, ts, keySerde.serialize("in", k), Serdes.String().serialize("in", v), headers, ts)
+            for n, (k, v, ts, headers) in enumerate(records)]
+    out = []
+    for i in range(0, len(raws), batch):
+        task.addRecords("in", raws[i:i + batch], lag=0)
+        task.processAll(0)
+        task.commit()
+        out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in task.drainProduced()]
+    return out, task.metrics.all(), storeContents(task.stores["s"])
+
+
+@st.composite
+def inputs(draw):
+    steps = draw(st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]),
+                                    st.sampled_from([0, 1, 2, 5, 9, 20, 45, 70_000, -3, -8, -25, -70]),
+                                    st.sampled_from(["v", "v", "v", "x"]),
+                                    st.sampled_from([(), (), (("h", b"1"),)])),
+                          min_size=1, max_size=60))
+    ts, records = 200, []
+    for key, step, value, headers in steps:
+        ts = max(0, ts + step)
+        records.append((key, value, ts, headers))
+    return records
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(records=inputs(), gap=st.integers(1, 25), grace=st.integers(0, 30),
+       kind=st.sampled_from(["count", "aggregate"]), retention=st.sampled_from([None, 200, 150_000]),
+       batch=st.sampled_from([1, 7, 1000]), keys=st.sampled_from(sorted(KEY_SERDES)))
+def test_fused_loop_equals_the_per_node_path(records, gap, grace, kind, retention, batch, keys):
+    """Null keys, late records (SA-6), out-of-order merges (SA-4/SA-5), tombstones, headers, an
+    aggregator failing on "x" under LogAndContinue (KIP-1033), expired segments (ST-6: steps of
+    70 s jump stream time past a 60 s segment), partitions of the windowed key (DP-1); String,
+    JSON and user-defined windowed key serdes."""
+    topo = topology(gap, grace, kind, None if retention is None else max(retention, gap + grace), keys)
+    keySerde = KEY_SERDES[keys][0]
+    assert onDriver(records, topo, True, keySerde) == onDriver(records, topo, False, keySerde)
+    assert onBatches(records, topo, True, batch, keySerde) == onBatches(records, topo, False, batch, keySerde)
+
+
+def test_fused_loop_concrete_records_and_counters():
+    """SA-4/SA-5 by hand: "a"@10 opens [10,10]; "a"@15 merges it (tombstone for [10,10] at 10,
+    then [10,15]=2 at 15); null key and the late "a"@0 (end 0 < close 30 - 5 - 5) are dropped
+    and counted; "b"@30 opens its own session."""
+    topo = topology(5, 5, "count")
+    records = [("a", "v", 10, ()), ("a", "v", 15, ()), (None, "v", 16, ()), ("b", "v", 30, ()), ("a", "v", 0, ())]
+    out, metrics, store = onDriver(records, topo, fused=True)
+    long = Serdes.Long()
+    decoded = [(KEY_SERDE.deserialize("out", k), None if v is None else long.deserialize("out", v), ts)
+               for k, v, ts, _, _ in out]
+    assert [(w.key(), w.window().start(), w.window().end(), v, ts) for w, v, ts in decoded] == [
+        ("a", 10, 10, 1, 10), ("a", 10, 10, None, 10), ("a", 10, 15, 2, 15), ("b", 30, 30, 1, 30)]
+    reasons = {m.tag("reason"): v for m, v in metrics.items() if m.group == "kspark-dropped-records"}
+    assert reasons == {"null key": 1, "expired window": 1}
+    processed = {m.tag("processor-node-id"): v for m, v in metrics.items() if m.name == "process-total"}
+    assert processed == {"KSTREAM-SOURCE-0000000000": 5, "KSTREAM-AGGREGATE-0000000001": 5,
+                         "KTABLE-TOSTREAM-0000000002": 4, "KSTREAM-SINK-0000000003": 4}
+    # ST-6: with retention gap + grace = 10, key lookups hide [10,15] once a session ends at 30
+    assert store == [("b", 30, 30, 1)]
+
+
+def test_fused_loop_fails_like_the_per_node_path_without_a_handler():
+    topo = topology(5, 5, "aggregate")
+    for fused in (True, False):
+        with TopologyTestDriver(topo) as d:
+            if not fused:
+                d._task._fastPath = None
+            i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+            i.pipeInput("a", "v", 1)
+            with pytest.raises(StreamsException, match=r"processor=KSTREAM-AGGREGATE-0000000001, topic=in, "
+                                                       r"partition=0, offset=1, stacktrace=ValueError: bad value x"):
+                i.pipeInput("a", "x", 2)
+
+
+def test_other_shapes_keep_the_per_node_path():
+    """Caching on, a mapped toStream, or a key serde other than the session-windowed one."""
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=5)))
+     .count().toStream().to("out", Produced.with_(KEY_SERDE, Serdes.Long())))
+    with TopologyTestDriver(b.build()) as d:  # record cache on by default
+        assert d._task._fastPath is None
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=5)))
+     .count(materialized=Materialized.as_("s").withCachingDisabled()).toStream().mapValues(str).to("out"))
+    with TopologyTestDriver(b.build()) as d:
+        assert d._task._fastPath is None
