@@ -99,7 +99,7 @@ class PeakRss:
     process's lifetime peak (``ru_maxrss``)."""
 
     def __init__(self, interval: float = 1.0, tree: bool = True) -> None:
-        self.interval, self.peakKb, self.tree = interval, 0, tree
+        self.interval, self.peakKb, self.peakChildrenKb, self.tree = interval, 0, 0, tree
         self._stop = threading.Event()
         self._cpuStart: dict[int, float] = {}
         self._cpuLast: dict[int, float] = {}
@@ -107,6 +107,8 @@ class PeakRss:
     def _sample(self) -> None:
         tree = _tree(os.getpid())
         self.peakKb = max(self.peakKb, sum(kb for kb, _ in tree.values()))
+        me = os.getpid()
+        self.peakChildrenKb = max(self.peakChildrenKb, sum(kb for pid, (kb, _) in tree.items() if pid != me))
         for pid, (_, cpu) in tree.items():
             self._cpuLast[pid] = cpu
 
@@ -141,7 +143,9 @@ def result(name: str, records: int, seconds: float, cores: int, rss: PeakRss, lo
     out = {"benchmark": name, "records": records, "seconds": round(seconds, 2),
            "records_per_s": round(records / seconds), "cores": cores,
            "records_per_s_per_core": round(records / seconds / cores),
-           "peak_rss_mb": round(rss.peakKb / 1024), "cpu_seconds": round(rss.cpuSeconds(), 1),
+           "peak_rss_mb": round(rss.peakKb / 1024),
+           **({"spark_rss_mb": round(rss.peakChildrenKb / 1024)} if rss.tree else {}),
+           "cpu_seconds": round(rss.cpuSeconds(), 1),
            "records_per_cpu_s": round(records / max(rss.cpuSeconds(), 1e-9)), "load_avg_1m": round(load, 2), **extra}
     print(json.dumps(out), flush=True)
     return out
@@ -278,6 +282,8 @@ def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
             "timestamp": pa.array(ts[idx], pa.int64()),
             "key": pa.array([keys[i] for i in idx], pa.binary()),
             "value": pa.nulls(len(idx), pa.binary()), "headers": pa.nulls(len(idx), pa.binary())}))
+    n = len(df)
+    del keys, parts, ts, idx  # the input is in the topics now; only the caller's df stays in this process
 
     def run():
         streams = KafkaStreams(sessionCountTopology("requests", "sessions", GAP), {
@@ -286,7 +292,7 @@ def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
         streams.start()
         streams.awaitTermination()
         streams.close()
-        return len(df), {"updates_emitted": sum(topics.endOffsets("sessions").values()), "tasks": 4,
+        return n, {"updates_emitted": sum(topics.endOffsets("sessions").values()), "tasks": 4,
                          "max_records_per_batch": 200_000}
 
     return _report(f"P1 kspark session count on Spark local[{cores}]{label}", measured(run), cores)

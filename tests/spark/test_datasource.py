@@ -11,11 +11,16 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from kspark.spark._datasource import (
+    SINK_CHUNK_SCHEMA,
     SINK_SCHEMA,
+    SOURCE_CHUNK_SCHEMA,
     SOURCE_SCHEMA,
+    LocalTopicsDataSource,
     LocalTopicsStreamReader,
     LocalTopicsStreamWriter,
     TopicPartitionRange,
+    chunkTable,
+    decodeChunk,
     registerDataSource,
 )
 from kspark.topics import LocalTopics, UnknownTopicOrPartitionException
@@ -162,6 +167,41 @@ def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     ]
 
 
+def test_reader_with_chunk_layout_yields_the_same_records_as_arrow_chunks_then_the_marker(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 1)
+    topics.append("a", 0, rows(0, 0, 5))
+    assert LocalTopicsDataSource({"layout": "chunks"}).schema() == SOURCE_CHUNK_SCHEMA
+    assert LocalTopicsDataSource({}).schema() == SOURCE_SCHEMA
+    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "chunks"})
+    table = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 1, 4, 1))))
+    assert table.schema.equals(to_arrow_schema(SOURCE_CHUNK_SCHEMA, timezone="UTC"))
+    assert table.select(["topic", "partition", "offset", "lag"]).to_pylist() == [
+        {"topic": "a", "partition": 0, "offset": 1, "lag": None},
+        {"topic": "a", "partition": 0, "offset": -1, "lag": 1},
+    ]
+    chunk, marker = table.column("records").to_pylist()
+    assert marker is None
+    assert decodeChunk(chunk).to_pydict() == {
+        "timestamp": [1000, 2000, 3000],
+        "key": [b"k0-1", b"k0-2", b"k0-3"],
+        "value": [b"v0-1", b"v0-2", b"v0-3"],
+        "headers": [b"h", None, b"h"],
+    }
+    empty = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 5, 5, 0))))
+    assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0}]
+
+
+def test_chunks_are_bounded_by_rows_and_bytes_and_keep_the_order():
+    table = pa.table({"timestamp": list(range(10)), "key": [b"x" * 10] * 10, "value": [None] * 9 + [b"y" * 50]})
+    assert [c.num_rows for c in chunkTable(table, maxRows=4, maxBytes=1 << 20)] == [4, 4, 2]
+    # 10 bytes per row, 60 for the last: 3 rows fit in 30 bytes; the big row goes alone
+    bySize = list(chunkTable(table, maxRows=100, maxBytes=30))
+    assert [c.num_rows for c in bySize] == [3, 3, 3, 1]
+    assert pa.concat_tables(bySize).equals(table)
+    assert list(chunkTable(table.slice(0, 0))) == []
+
+
 def test_reader_under_available_now_stops_at_its_targets(tmp_path):
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 2)
@@ -195,8 +235,22 @@ def test_reader_and_writer_reject_bad_options(tmp_path):
         LocalTopicsStreamReader({"root": str(tmp_path)})
     with pytest.raises(ValueError, match="'maxRecordsPerTrigger' must be a positive integer"):
         LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "many"})
+    with pytest.raises(ValueError, match="Option 'layout' must be one of records, chunks"):
+        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "rows"})
+    with pytest.raises(ValueError, match="missing or mistyped: records binary"):
+        LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p", "layout": "chunks"}, SINK_SCHEMA)
+    LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p", "layout": "chunks"}, SINK_CHUNK_SCHEMA)
     with pytest.raises(ValueError, match="Option 'producer' is required"):
         LocalTopicsStreamWriter({"root": str(tmp_path)}, SINK_SCHEMA)
     withoutMetrics = StructType(SINK_SCHEMA.fields[:-1])
     with pytest.raises(ValueError, match="missing or mistyped: metrics string"):
         LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p"}, withoutMetrics)
+
+
+def test_progress_log_counts_records_from_the_source_offsets_not_chunk_rows():
+    from kspark.spark._progress import _recordsRead
+
+    start = json.dumps({"a/0": 3, "a/1": 0, "a/0@logEnd": 9, "a/1@logEnd": 4})
+    end = json.dumps({"a/0": 7, "a/1": 4, "a/0@logEnd": 9, "a/1@logEnd": 4, "@heartbeat": 1700000000000})
+    assert _recordsRead(start, end) == 8
+    assert _recordsRead(None, json.dumps({"a/0": 5, "a/0@logEnd": 5})) == 5

@@ -18,6 +18,17 @@ Sink options
     ``metricsDir``. Rows whose ``topic`` is null carry a flat JSON object of numeric counters
     in ``metrics``; the counters are summed per batch into ``<metricsDir>/<batchId:020d>.json``.
     Other rows are appended, in the order received per topic-partition, exactly once per batch.
+
+Layout (source and sink option ``layout``)
+    ``"records"`` (default): one Spark row per record (:data:`SOURCE_SCHEMA`, :data:`SINK_SCHEMA`).
+    ``"chunks"``: one Spark row per chunk of up to :data:`CHUNK_MAX_ROWS` consecutive records of
+    one topic-partition (at most about :data:`CHUNK_MAX_BYTES` of keys, values and headers, or a
+    single larger record), the records in ``records`` as an Arrow IPC stream of
+    ``RECORD_SCHEMA`` rows (:func:`encodeChunk` / :func:`decodeChunk`); source chunks carry the
+    offset of their first record in ``offset`` (:data:`SOURCE_CHUNK_SCHEMA`, marker rows as
+    above with null ``records``), sink chunks go to ``topic``/``partition``
+    (:data:`SINK_CHUNK_SCHEMA`). The same records in the same order, but Spark moves, sorts and
+    converts a few rows instead of one per record (what the ``KafkaStreams`` host uses).
 """
 
 from __future__ import annotations
@@ -46,13 +57,20 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 from ..topics import RECORD_SCHEMA, LocalTopics, UnknownTopicOrPartitionException
 
 __all__ = [
+    "CHUNK_MAX_BYTES",
+    "CHUNK_MAX_ROWS",
+    "SINK_CHUNK_SCHEMA",
     "SINK_SCHEMA",
+    "SOURCE_CHUNK_SCHEMA",
     "SOURCE_SCHEMA",
     "LocalTopicsCommitMessage",
     "LocalTopicsDataSource",
     "LocalTopicsStreamReader",
     "LocalTopicsStreamWriter",
     "TopicPartitionRange",
+    "chunkTable",
+    "decodeChunk",
+    "encodeChunk",
     "registerDataSource",
 ]
 
@@ -83,6 +101,35 @@ SINK_SCHEMA = StructType(
 )
 """Rows the sink accepts (any column order); ``timestamp`` in ms."""
 
+SOURCE_CHUNK_SCHEMA = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("records", BinaryType()),
+        StructField("lag", LongType()),
+    ]
+)
+"""Source rows with ``layout=chunks``: ``records`` holds the records at offsets ``offset``,
+``offset + 1``, ... as an Arrow IPC stream of ``RECORD_SCHEMA`` rows; marker rows have
+``offset`` -1, null ``records`` and ``lag`` set."""
+
+SINK_CHUNK_SCHEMA = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("records", BinaryType()),
+        StructField("metrics", StringType()),
+    ]
+)
+"""Rows the sink accepts with ``layout=chunks``: ``records`` (Arrow IPC stream of
+``RECORD_SCHEMA`` rows) are appended to ``topic``-``partition``; null ``topic``: a metrics row."""
+
+CHUNK_MAX_ROWS = 65536
+"""Most records in one chunk row (``layout=chunks``)."""
+CHUNK_MAX_BYTES = 8 << 20
+"""About the most bytes of keys, values and headers in one chunk row (a larger record gets its own)."""
+
 # The Arrow form Spark expects from read(): every field nullable, as Spark's own conversion makes it.
 _SOURCE_ARROW_SCHEMA = pa.schema(
     [
@@ -96,13 +143,62 @@ _SOURCE_ARROW_SCHEMA = pa.schema(
         ("lag", pa.int64()),
     ]
 )
+_SOURCE_CHUNK_ARROW_SCHEMA = pa.schema(
+    [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("records", pa.binary()),
+     ("lag", pa.int64())]
+)
 _MAX_BATCH_ROWS = 65536
+_LAYOUTS = ("records", "chunks")
 _LATEST = "@logEnd"  # offset-dict suffix: a partition's log end offset when the batch was planned
 _HEARTBEAT = "@heartbeat"  # offset-dict key: planning time (ms), with option heartbeat=true
 
 
 def _offsetKey(topic: str, partition: int) -> str:
     return f"{topic}/{partition}"
+
+
+def _layout(options) -> str:
+    layout = (options.get("layout") or "records").lower()
+    if layout not in _LAYOUTS:
+        raise ValueError(f"Option 'layout' must be one of {', '.join(_LAYOUTS)}, got {layout!r}")
+    return layout
+
+
+def encodeChunk(table: pa.Table) -> bytes:
+    """``table`` (``RECORD_SCHEMA`` columns) as the bytes of an Arrow IPC stream (a chunk's ``records``)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decodeChunk(data) -> pa.Table:
+    """The records of a chunk (bytes of an Arrow IPC stream) as a table, without copying."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def chunkTable(table: pa.Table, maxRows: int = CHUNK_MAX_ROWS, maxBytes: int = CHUNK_MAX_BYTES) -> Iterator[pa.Table]:
+    """Consecutive slices of ``table``, each at most ``maxRows`` rows and about ``maxBytes`` bytes
+    of its binary columns (a row alone over ``maxBytes`` is a slice of its own); none if empty."""
+    n = table.num_rows
+    if n == 0:
+        return
+    binary = [c for c in table.columns if pa.types.is_binary(c.type)]
+    if table.nbytes <= maxBytes or not binary:
+        for start in range(0, n, maxRows):
+            yield table.slice(start, maxRows)
+        return
+    sizes = np.zeros(n, dtype=np.int64)
+    for column in binary:
+        sizes += pc.fill_null(pc.binary_length(column), 0).to_numpy().astype(np.int64)
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < n:
+        base = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, base + maxBytes, side="right"))
+        stop = min(max(stop, start + 1), start + maxRows)
+        yield table.slice(start, stop - start)
+        start = stop
 
 
 def _option(options, name: str) -> str:
@@ -123,7 +219,7 @@ class LocalTopicsDataSource(DataSource):
         return "kspark-topics"
 
     def schema(self) -> StructType:
-        return SOURCE_SCHEMA
+        return SOURCE_CHUNK_SCHEMA if _layout(self.options) == "chunks" else SOURCE_SCHEMA
 
     def streamReader(self, schema: StructType) -> "LocalTopicsStreamReader":
         return LocalTopicsStreamReader(self.options)
@@ -184,6 +280,7 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._availableNowTargets: dict[str, int] | None = None
         self._heartbeat = options.get("heartbeat", "false").lower() == "true"
         self._unlimited = {t.strip() for t in options.get("unlimitedTopics", "").split(",") if t.strip()}
+        self._chunks = _layout(options) == "chunks"
 
     def _endOffsets(self) -> dict[str, int]:
         return {_offsetKey(t, p): self._topics.endOffset(t, p) for t, p in self._partitions}
@@ -241,7 +338,10 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return ranges
 
     def read(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
-        """The data rows of ``partition`` in offset order, then its marker row."""
+        """The data rows (or chunks) of ``partition`` in offset order, then its marker row."""
+        if self._chunks:
+            yield from self._readChunks(partition)
+            return
         if partition.end > partition.start:
             table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
             for batch in table.to_batches(max_chunksize=_MAX_BATCH_ROWS):
@@ -265,6 +365,25 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                  "key": None, "value": None, "headers": None, "lag": partition.lag}
             ],
             schema=_SOURCE_ARROW_SCHEMA,
+        )
+
+    def _readChunks(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
+        """One batch per chunk (a batch of many chunks could pass Arrow's 2 GB per binary array),
+        then the marker row."""
+        if partition.end > partition.start:
+            table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
+            first = table.column("offset")[0].as_py()  # offsets within a partition are dense
+            for chunk in chunkTable(table.select(RECORD_SCHEMA.names)):
+                yield self._chunkBatch(partition, first, encodeChunk(chunk), None)
+                first += chunk.num_rows
+        yield self._chunkBatch(partition, -1, None, partition.lag)
+
+    @staticmethod
+    def _chunkBatch(partition: TopicPartitionRange, offset: int, records: bytes | None, lag: int | None) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([partition.topic], pa.string()), pa.array([partition.partition], pa.int32()),
+             pa.array([offset], pa.int64()), pa.array([records], pa.binary()), pa.array([lag], pa.int64())],
+            schema=_SOURCE_CHUNK_ARROW_SCHEMA,
         )
 
     def commit(self, end: dict) -> None:
@@ -341,11 +460,13 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
         self._root = _option(options, "root")
         self._producer = _option(options, "producer")
         self._metricsDir = options.get("metricsDir") or None
+        self._chunks = _layout(options) == "chunks"
+        expected = SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA
         types = {f.name: f.dataType for f in schema.fields}
-        wrong = [f"{f.name} {f.dataType.simpleString()}" for f in SINK_SCHEMA.fields if types.get(f.name) != f.dataType]
+        wrong = [f"{f.name} {f.dataType.simpleString()}" for f in expected.fields if types.get(f.name) != f.dataType]
         if wrong:
             raise ValueError(
-                f"The kspark-topics sink needs the columns {SINK_SCHEMA.simpleString()}; "
+                f"The kspark-topics sink needs the columns {expected.simpleString()}; "
                 f"missing or mistyped: {', '.join(wrong)} (got {schema.simpleString()})"
             )
 
@@ -369,18 +490,24 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
                     continue
                 if records.column("partition").null_count:
                     raise ValueError("A kspark-topics sink row has a topic but a null partition")
-                for topic, partition in _distinctPairs(records):
+                if self._chunks:
+                    parts = ((t, p, decodeChunk(b)) for t, p, b in zip(records.column("topic").to_pylist(),
+                                                                        records.column("partition").to_pylist(),
+                                                                        records.column("records").to_pylist())
+                             if b is not None)
+                else:
+                    parts = ((t, p, records.filter(pc.and_(pc.equal(records.column("topic"), t),
+                                                           pc.equal(records.column("partition"), p))))
+                             for t, p in _distinctPairs(records))
+                for topic, partition, part in parts:
                     key = (topic, partition)
                     if key not in staged:
                         path = os.path.join(topics.stagingDir(topic, partition), f"{stem}.arrow")
                         staged[key] = (path, pa.ipc.new_file(path, RECORD_SCHEMA))
                         rows[key] = 0
-                    mask = pc.and_(pc.equal(records.column("topic"), topic),
-                                   pc.equal(records.column("partition"), partition))
-                    part = records.filter(mask).select(RECORD_SCHEMA.names)
                     try:
-                        part = part.cast(RECORD_SCHEMA)
-                    except (pa.ArrowInvalid, ValueError) as e:
+                        part = part.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
+                    except (pa.ArrowInvalid, ValueError, KeyError) as e:
                         raise ValueError(f"Records for {topic}-{partition} do not fit {RECORD_SCHEMA}: {e}") from e
                     staged[key][1].write_table(part)
                     rows[key] += part.num_rows

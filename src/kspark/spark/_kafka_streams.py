@@ -323,7 +323,10 @@ class KafkaStreams:
         _pickleUserModulesByValue()
         sub: Subtopology = plan["subtopology"]
         root = str(self._config.get(StreamsConfig.TOPICS_DIR_CONFIG))
-        reader = spark.readStream.format("kspark-topics").option("root", root).option("topics", ",".join(plan["sources"]))
+        # layout=chunks: Spark moves a few rows of Arrow-encoded records per topic-partition and
+        # micro-batch, not one row per record (see _datasource)
+        reader = (spark.readStream.format("kspark-topics").option("layout", "chunks").option("root", root)
+                  .option("topics", ",".join(plan["sources"])))
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
@@ -356,6 +359,7 @@ class KafkaStreams:
         name = f"{self._appId}-subtopology-{sub.id}"
         writer = (
             out.writeStream.format("kspark-topics")
+            .option("layout", "chunks")
             .option("root", root)
             .option("producer", name)
             .option("metricsDir", str(self._stateDir / "metrics" / f"subtopology-{sub.id}"))

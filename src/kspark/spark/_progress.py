@@ -33,9 +33,10 @@ class ProgressListener(StreamingQueryListener):
             counters = json.loads(path.read_text())
             dropped = int(sum(v for k, v in counters.items() if k.startswith("dropped-records-total|stream-task-metrics")))
         seconds = p.batchDuration / 1000
-        rate = p.numInputRows / seconds if seconds else 0.0
+        records = sum(_recordsRead(s.startOffset, s.endOffset) for s in p.sources)
+        rate = records / seconds if seconds else 0.0
         log.info("%s batch %d: %d records in %.1f s (%.0f records/s), %d dropped",
-                 p.name, p.batchId, p.numInputRows, seconds, rate, dropped)
+                 p.name, p.batchId, records, seconds, rate, dropped)
 
     def onQueryIdle(self, event) -> None:
         pass
@@ -43,3 +44,17 @@ class ProgressListener(StreamingQueryListener):
     def onQueryTerminated(self, event) -> None:
         if event.exception:
             log.error("query %s failed: %s", event.id, event.exception)
+
+
+def _recordsRead(start, end) -> int:
+    """Records a batch read, from the kspark-topics offsets (``{"<topic>/<partition>": next, ...}``,
+    JSON): Spark's ``numInputRows`` counts the source's chunk rows, not records."""
+    try:
+        startOffsets = json.loads(start) if start else {}
+        endOffsets = json.loads(end) if end else {}
+    except (TypeError, ValueError):
+        return 0
+    if not isinstance(endOffsets, dict):
+        return 0
+    return sum(next - startOffsets.get(key, 0) for key, next in endOffsets.items()
+               if "@" not in key and isinstance(next, int))

@@ -13,18 +13,24 @@ import os
 import pickle
 import time
 import uuid
-from itertools import repeat
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import StreamTask, decodeHeaders, encodeHeaders
-from ._datasource import SINK_SCHEMA
+from ..topics import RECORD_SCHEMA
+from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
 
-OUTPUT_SCHEMA = SINK_SCHEMA  # task output rows go straight to the kspark-topics sink
+# Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
+# lag); output rows go straight to the kspark-topics sink, also as chunks.
+OUTPUT_SCHEMA = SINK_CHUNK_SCHEMA
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _tupleNew = tuple.__new__
 _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
@@ -49,7 +55,8 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         plan = self.plan
-        now = int(time.time() * 1000)
+        startedAt = time.time()
+        now = int(startedAt * 1000)
         partition = plan["taskOfKey"][int(key[0])]
         taskId = f"{plan['subtopology'].id}_{partition}"
         cacheKey = (plan["applicationId"], taskId)
@@ -67,22 +74,15 @@ class TaskStatefulProcessor(StatefulProcessor):
 
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
-        for topic, group in pdf.groupby("topic", sort=False):
-            markers = group[group["offset"] < 0]
-            data = group[group["offset"] >= 0].sort_values("offset", kind="stable")
-            timestamps = data["timestamp"].to_numpy()
-            # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
-            bulk = task.queueOf[topic].extractsMetadataTimestamp() and bool((timestamps >= 0).all())
-            # Column-wise: one list per column, then tuple.__new__ (no NamedTuple __new__ per row)
-            tsList = timestamps.tolist()
-            rawHeaders = data["headers"]
-            headers = (repeat((), len(data)) if not rawHeaders.notna().any()
-                       else map(decodeHeaders, rawHeaders.tolist()))
-            raws = list(map(
-                _tupleNew, repeat(RawRecord),
-                zip(data["offset"].tolist(), tsList, data["key"].tolist(), data["value"].tolist(), headers,
-                    tsList if bulk else repeat(None)),
-            ))
+        inputRows = 0
+        for topic in pdf["topic"].unique().tolist():
+            group = pdf[pdf["topic"] == topic]
+            isMarker = group["offset"] < 0
+            markers = group[isMarker]
+            chunks = group[~isMarker].sort_values("offset", kind="stable")
+            tables = [decodeChunk(b) for b in chunks["records"].tolist()]
+            raws = _rawRecords(tables, chunks["offset"].tolist(), task.queueOf[topic].extractsMetadataTimestamp())
+            inputRows += len(raws)
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecords(topic, raws, lag=lag)
 
@@ -102,22 +102,12 @@ class TaskStatefulProcessor(StatefulProcessor):
         _LIVE_TASKS[cacheKey] = (version, task)
         stored = time.perf_counter()
 
-        out = pd.DataFrame(
-            {
-                "topic": [r.topic for r in produced] + [None],
-                "partition": pd.array([r.partition for r in produced] + [None], dtype="Int32"),
-                "timestamp": pd.array([r.timestamp for r in produced] + [None], dtype="Int64"),
-                "key": [r.key for r in produced] + [None],
-                "value": [r.value for r in produced] + [None],
-                "headers": [encodeHeaders(r.headers) for r in produced] + [None],
-                "metrics": [None] * len(produced) + [json.dumps(metrics)],
-            },
-            columns=_OUTPUT_COLUMNS,
-        )
+        out = _outputFrame(produced, metrics)
         if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
-                    "task": taskId, "rows": len(pdf), "produced": len(produced), "stateBytes": len(blob),
+                    "task": taskId, "pid": os.getpid(), "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
+                    "rows": inputRows, "produced": len(produced), "stateBytes": len(blob),
                     "inputSeconds": round(converted - started, 4), "processSeconds": round(processed - converted, 4),
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
@@ -134,3 +124,64 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _rawRecords(tables: list[pa.Table], firstOffsets: list[int], extractsMetadataTimestamp: bool) -> list[RawRecord]:
+    """The records of a topic's chunks (in offset order) as ``RawRecord`` tuples, built column-wise:
+    one list per column, then ``tuple.__new__`` (no NamedTuple ``__new__`` per row)."""
+    if not tables:
+        return []
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    n = table.num_rows
+    offsets = chain.from_iterable(range(first, first + t.num_rows) for first, t in zip(firstOffsets, tables))
+    timestamps = table.column("timestamp").to_numpy()
+    # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
+    bulk = extractsMetadataTimestamp and bool((timestamps >= 0).all())
+    tsList = timestamps.tolist()
+    rawHeaders = table.column("headers")
+    headers = (repeat((), n) if rawHeaders.null_count == n else map(decodeHeaders, rawHeaders.to_pylist()))
+    return list(map(
+        _tupleNew, repeat(RawRecord),
+        zip(offsets, tsList, table.column("key").to_pylist(), table.column("value").to_pylist(), headers,
+            tsList if bulk else repeat(None)),
+    ))
+
+
+def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:
+    """One sink chunk row per (topic, partition) run of ``produced`` (records in produced order per
+    topic-partition), then the metrics row."""
+    topics: list = []
+    partitions: list = []
+    blobs: list = []
+    if produced:
+        # one list per column (zip(*produced) would build six huge tuples and set off the GC)
+        topicCol, partitionCol, tsCol, keyCol, valueCol, headerCol = (list(map(itemgetter(i), produced)) for i in range(6))
+        headerCol = [encodeHeaders(h) for h in headerCol] if any(headerCol) else [None] * len(produced)
+        table = pa.table([pa.array(tsCol, pa.int64()), pa.array(keyCol, pa.binary()), pa.array(valueCol, pa.binary()),
+                          pa.array(headerCol, pa.binary())], schema=RECORD_SCHEMA)
+        # (topic, partition) pairs coded in numpy: topic index * (max partition + 1) + partition
+        topicCodes = pa.array(topicCol, pa.string()).dictionary_encode()
+        partitionArray = pa.array(partitionCol, pa.int64())
+        if partitionArray.null_count:
+            raise ValueError("A produced record has a topic but a null partition")
+        partitionCodes = partitionArray.to_numpy()
+        width = int(partitionCodes.max()) + 1
+        codes = topicCodes.indices.to_numpy().astype(np.int64) * width + partitionCodes
+        distinct, first = np.unique(codes, return_index=True)
+        for code in distinct[np.argsort(first, kind="stable")].tolist():  # order of first appearance
+            part = table if len(distinct) == 1 else table.take(pa.array(np.flatnonzero(codes == code)))
+            topic = topicCodes.dictionary[code // width].as_py()
+            for chunk in chunkTable(part):
+                topics.append(topic)
+                partitions.append(code % width)
+                blobs.append(encodeChunk(chunk))
+    n = len(blobs)
+    return pd.DataFrame(
+        {
+            "topic": topics + [None],
+            "partition": pd.array(partitions + [None], dtype="Int32"),
+            "records": blobs + [None],
+            "metrics": [None] * n + [json.dumps(metrics)],
+        },
+        columns=_OUTPUT_COLUMNS,
+    )
