@@ -373,15 +373,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         cachedIndex = self.cache.byKey.get(key)
         if cachedIndex:  # ST-9: the cache still shows sessions the store hides past its retention
             merged, hidden = self.cache.withHiddenSessions(merged, cachedIndex, ts - gap, ts + gap)
-        agg = self.initializer()
-        start, end = ts, ts
-        merger = self.merger
-        for sEnd, sStart, _, sAgg in merged:
-            agg = merger(key, agg, sAgg)
-            if sStart < start:
-                start = sStart
-            if sEnd > end:
-                end = sEnd
+        agg, start, end = self._merge(key, ts, merged)
         if end < closeTime:
             self._skipExpired(ts, start, end, closeTime, streamTime, merged)
             return closeTime
@@ -401,6 +393,18 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
         return closeTime
 
+
+    def _merge(self, key, ts: int, merged) -> tuple:
+        """SA-4: the initial aggregate merged with the found sessions in store order, and the
+        merged window ``[min start, max end]`` (``ts`` included)."""
+        agg, start, end, merger = self.initializer(), ts, ts, self.merger
+        for sEnd, sStart, _, sAgg in merged:
+            agg = merger(key, agg, sAgg)
+            if sStart < start:
+                start = sStart
+            if sEnd > end:
+                end = sEnd
+        return agg, start, end
 
     def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
         """SA-6: the merged session ended before the close time: log, count, drop the record."""
@@ -571,7 +575,7 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
 
     pg, context, store, meta, sink = task.partitionGroup, task.context, agg.store, agg.meta, sinkNode.sink
     gap, grace = agg._gap, agg._grace
-    initializer, aggregator, merger = agg.initializer, agg.aggregator, agg.merger
+    aggregator, merge = agg.aggregator, agg._merge
     keyBytesOf, find, put = store._keyBytes, store._findSessionEntries, store._putEntry
     topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
     # the windowed key's bytes are inner key + end + start (SessionWindowedSerde); any other key
@@ -648,14 +652,7 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 else:
                     kb, innerBytes = keyBytesOf(key), None
                 merged = find(kb, ts - gap, ts + gap)
-                value = initializer()
-                start = end = ts
-                for sEnd, sStart, _, sAgg in merged:
-                    value = merger(key, value, sAgg)
-                    if sStart < start:
-                        start = sStart
-                    if sEnd > end:
-                        end = sEnd
+                value, start, end = merge(key, ts, merged)
                 if end < closeTime:
                     asNode(rec)
                     try:
