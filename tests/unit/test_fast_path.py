@@ -53,7 +53,7 @@ def topology(gap, grace, kind, retention=None, keys="string"):
 
 def storeContents(store):
     return [(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
-            for key in sorted(store._byKey) for kv in store.fetch(store._keySerde.deserialize("s", key))]
+            for key in sorted(store._sessions) for kv in store.fetch(store._keySerde.deserialize("s", key))]
 
 
 def onDriver(records, topo, fused, keySerde=Serdes.String()):
