@@ -603,9 +603,9 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 valueBytes = packLong(value)
         except Exception as e:
             raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
-        # WindowedStreamPartitioner: the partition of the inner key (DP-1)
+        # WindowedStreamPartitioner: the partition of the inner key (DP-1); one partition: 0
         n = sink._n if sink._n is not None else sink.numPartitions()
-        produced.append(_tupleNew(ProducedRecord, (topic, partitionForKey(keyBytes, n), end,
+        produced.append(_tupleNew(ProducedRecord, (topic, 0 if n == 1 else partitionForKey(keyBytes, n), end,
                                                    keyBytes + pack(end, start), valueBytes, headers)))
 
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
