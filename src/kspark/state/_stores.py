@@ -211,9 +211,13 @@ class WindowStore(_TimeOrderedStoreBase):
         return start > self._observed - self._retentionMs
 
     def put(self, key: Any, value: Any, windowStartTimestamp: int) -> None:
-        kb = self._keyBytes(key)
-        self._observed = max(self._observed, windowStartTimestamp)
-        if not self._live(windowStartTimestamp):
+        self._putBytes(self._keyBytes(key), key, value, windowStartTimestamp)
+
+    def _putBytes(self, kb: bytes, key: Any, value: Any, windowStartTimestamp: int) -> None:
+        """``put`` by serialized key (hot path of the DSL)."""
+        if windowStartTimestamp > self._observed:
+            self._observed = windowStartTimestamp
+        if not windowStartTimestamp > self._observed - self._retentionMs:  # _live
             log.warning("Skipping record for expired segment.")
             return
         if value is None:
@@ -231,12 +235,16 @@ class WindowStore(_TimeOrderedStoreBase):
         ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]``."""
         kb = self._keyBytes(key)
         if timeTo is None:
-            entry = self._data.get((timeFrom, kb))
-            return None if entry is None or not self._live(timeFrom) else entry[1]
+            return self._fetchBytes(kb, timeFrom)
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([KeyValue(start, v) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
+        """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
+        entry = self._data.get((windowStartTimestamp, kb))
+        return None if entry is None or not windowStartTimestamp > self._observed - self._retentionMs else entry[1]
 
     def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window starting in
