@@ -38,16 +38,21 @@ def failOnX(key, value, agg):
     return agg + "+" + value
 
 
+def uncached(kind, retention):
+    """``Materialized.as_("s")``, caching off, with ``retention`` ms (None: the default) and the value serde."""
+    materialized = Materialized.as_("s")
+    if retention is not None:
+        materialized = materialized.withRetention(timedelta(milliseconds=retention))
+    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
+    return materialized.withValueSerde(valueSerde).withCachingDisabled(), valueSerde
+
+
 def topology(gap, grace, kind, retention=None, keys="string"):
     keySerde, windowedSerde = KEY_SERDES[keys]
     b = StreamsBuilder()
     windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
     grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
-    materialized = Materialized.as_("s")
-    if retention is not None:
-        materialized = materialized.withRetention(timedelta(milliseconds=retention))
-    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
-    materialized = materialized.withValueSerde(valueSerde).withCachingDisabled()
+    materialized, valueSerde = uncached(kind, retention)
     table = (grouped.count(materialized=materialized) if kind == "count" else
              grouped.aggregate(lambda: "", failOnX, lambda k, a, b: a + b, materialized=materialized))
     table.toStream().to("out", Produced.with_(windowedSerde, valueSerde))
@@ -186,11 +191,7 @@ def timeTopology(size, advance, grace, kind, retention=None, keys="string"):
     windows = TimeWindows.ofSizeAndGrace(timedelta(milliseconds=size), timedelta(milliseconds=grace))
     windows = windows.advanceBy(timedelta(milliseconds=advance))
     grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
-    materialized = Materialized.as_("s")
-    if retention is not None:
-        materialized = materialized.withRetention(timedelta(milliseconds=retention))
-    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
-    materialized = materialized.withValueSerde(valueSerde).withCachingDisabled()
+    materialized, valueSerde = uncached(kind, retention)
     if kind == "count":
         table = grouped.count(materialized=materialized)
     elif kind == "reduce":

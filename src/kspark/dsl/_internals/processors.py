@@ -41,6 +41,18 @@ def _dropped(context, reason: str, message: str) -> None:
     context.metrics().recordDropped(context.taskId(), context.currentNode.name, reason)
 
 
+def _expiredWindow(context, ts: int, window: str, closeTime: int, streamTime: int) -> None:
+    """A windowed aggregation skips a record for an expired window: Kafka's warning, and the
+    ``dropped-records`` counter of the current node ("expired window")."""
+    meta = context.recordMetadata()
+    log.warning(
+        "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+        "window=%s expiration=[%d] streamTime=[%d]",
+        meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, window, closeTime, streamTime,
+    )
+    context.metrics().recordDropped(context.taskId(), context.currentNode.name, "expired window")
+
+
 class KStreamFilter(ContextualProcessor):
     def __init__(self, predicate, filterNot: bool) -> None:
         self.predicate, self.filterNot = predicate, filterNot
@@ -286,15 +298,7 @@ class KStreamWindowAggregate(ContextualProcessor):
 
     def _skipExpiredWindow(self, ts: int, start: int, end: int, closeTime: int, streamTime: int) -> None:
         """The record is too late for window ``[start, end)``: log, count, skip that window."""
-        meta = self.context().recordMetadata()
-        log.warning(
-            "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-            "window=[%d,%d) expiration=[%d] streamTime=[%d]",
-            meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-            closeTime, streamTime,
-        )
-        self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                               "expired window")
+        _expiredWindow(self.context(), ts, f"[{start},{end})", closeTime, streamTime)
 
     def fastPath(self, task, source, node, queue):
         """The fused loop of ``source -> this -> toStream() -> to()`` without emit-final or cache
@@ -421,15 +425,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
     def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
         """SA-6: the merged session ended before the close time: log, count, drop the record."""
-        meta = self.context().recordMetadata()
-        log.warning(
-            "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-            "window=[%d,%d] expiration=[%d] streamTime=[%d]",
-            meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-            closeTime, streamTime,
-        )
-        self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                               "expired window")
+        _expiredWindow(self.context(), ts, f"[{start},{end}]", closeTime, streamTime)
         for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
             self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
 
