@@ -23,6 +23,14 @@ def getOrCreateSession(config: StreamsConfig):
     task and batch, so its CPU goes to per-batch planning and scheduling code, on which C2
     compilation cost more than it saved (session-count benchmark, 3M records: JVM 85 -> 40
     CPU-s, executor threads unchanged).
+
+    ``spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled`` is ``false`` unless given:
+    Spark keeps one Python worker daemon (and pool of idle workers) per distinct worker
+    environment, and sets ``SPARK_SIMPLIFIED_TRACEBACK`` for the source's read tasks but not for
+    ``transformWithStateInPandas`` tasks. With the flag on, every query needs a second daemon
+    whose fresh workers import pandas, pyarrow and pyspark again before the first batch; with
+    it off, the task workers are the read tasks' already-warm workers. Python errors then carry
+    pyspark's own frames in their traceback too.
     """
     from pyspark.sql import SparkSession
 
@@ -42,6 +50,7 @@ def getOrCreateSession(config: StreamsConfig):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
     )
     for key, value in config.sparkConfs().items():
         builder = builder.config(key, value)
