@@ -1,7 +1,8 @@
-"""The fused record loop of ``source -> session aggregate -> toStream() -> to()`` (issue 7) gives
-the same output records, headers, metrics, drops, errors and store contents as the per-node path
-it replaces (rules SA-1..SA-9, ST-6/ST-7 store expiry, T-12 stream time, KIP-1033 handler),
-record at a time (TopologyTestDriver) and per batch (the Spark host's ``processAll``).
+"""The fused record loops of ``source -> session / time-window aggregate -> toStream() -> to()``
+(issue 7) give the same output records, headers, metrics, drops, errors and store contents as the
+per-node path they replace (rules SA-1..SA-9, ST-6/ST-7 store expiry, TW-* time windows, T-12
+stream time, T-18 aggregate timestamps, KIP-1033 handler), record at a time (TopologyTestDriver)
+and per batch (the Spark host's ``processAll``).
 
 The per-node path is forced by clearing the task's ``_fastPath``; each test first checks that
 the fused loop was really built for the topology, so a shape change cannot make it vacuous.
@@ -13,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark import Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, WindowedSerdes
+from kspark import (Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, TimeWindows,
+                    WindowedSerdes)
+from kspark.state import SessionStore
 from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
 from kspark.runtime.record_queue import RawRecord
@@ -35,16 +38,21 @@ def failOnX(key, value, agg):
     return agg + "+" + value
 
 
+def uncached(kind, retention):
+    """``Materialized.as_("s")``, caching off, with ``retention`` ms (None: the default) and the value serde."""
+    materialized = Materialized.as_("s")
+    if retention is not None:
+        materialized = materialized.withRetention(timedelta(milliseconds=retention))
+    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
+    return materialized.withValueSerde(valueSerde).withCachingDisabled(), valueSerde
+
+
 def topology(gap, grace, kind, retention=None, keys="string"):
     keySerde, windowedSerde = KEY_SERDES[keys]
     b = StreamsBuilder()
     windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
     grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
-    materialized = Materialized.as_("s")
-    if retention is not None:
-        materialized = materialized.withRetention(timedelta(milliseconds=retention))
-    valueSerde = Serdes.Long() if kind == "count" else Serdes.String()
-    materialized = materialized.withValueSerde(valueSerde).withCachingDisabled()
+    materialized, valueSerde = uncached(kind, retention)
     table = (grouped.count(materialized=materialized) if kind == "count" else
              grouped.aggregate(lambda: "", failOnX, lambda k, a, b: a + b, materialized=materialized))
     table.toStream().to("out", Produced.with_(windowedSerde, valueSerde))
@@ -52,8 +60,10 @@ def topology(gap, grace, kind, retention=None, keys="string"):
 
 
 def storeContents(store):
+    if not isinstance(store, SessionStore):  # a window store: every (start, key bytes) entry
+        return sorted(store._data.items())
     return [(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
-            for key in sorted(store._byKey) for kv in store.fetch(store._keySerde.deserialize("s", key))]
+            for key in sorted(store._sessions) for kv in store.fetch(store._keySerde.deserialize("s", key))]
 
 
 def onDriver(records, topo, fused, keySerde=Serdes.String()):
@@ -66,7 +76,7 @@ def onDriver(records, topo, fused, keySerde=Serdes.String()):
         for k, v, ts, headers in records:
             i.pipeInput(k, v, ts, headers=headers)
         out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
-        return out, d.metrics(), storeContents(d.getSessionStore("s"))
+        return out, d.metrics(), storeContents(d.getStateStore("s"))
 
 
 def onBatches(records, topo, fused, batch, keySerde=Serdes.String()):
@@ -165,3 +175,60 @@ def test_other_shapes_keep_the_per_node_path():
      .count(materialized=Materialized.as_("s").withCachingDisabled()).toStream().mapValues(str).to("out"))
     with TopologyTestDriver(b.build()) as d:
         assert d._task._fastPath is None
+
+
+TIME_KEY_SERDES = {
+    "string": (Serdes.String(), lambda size: WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), size)),
+    "json": (Serdes.JSON(), lambda size: WindowedSerdes.timeWindowedSerdeFrom(Serdes.JSON(), size)),
+    "custom": (Serdes.String(), lambda size: type("MyWindowedSerde", (type(WindowedSerdes.timeWindowedSerdeFrom(
+        Serdes.String(), size)),), {})(Serdes.String(), size)),
+}
+
+
+def timeTopology(size, advance, grace, kind, retention=None, keys="string"):
+    keySerde, windowedSerde = TIME_KEY_SERDES[keys]
+    b = StreamsBuilder()
+    windows = TimeWindows.ofSizeAndGrace(timedelta(milliseconds=size), timedelta(milliseconds=grace))
+    windows = windows.advanceBy(timedelta(milliseconds=advance))
+    grouped = b.stream("in", Consumed.with_(keySerde, Serdes.String())).groupByKey().windowedBy(windows)
+    materialized, valueSerde = uncached(kind, retention)
+    if kind == "count":
+        table = grouped.count(materialized=materialized)
+    elif kind == "reduce":
+        table = grouped.reduce(lambda a, v: failOnX(None, v, a), materialized=materialized)
+    else:
+        table = grouped.aggregate(lambda: "", failOnX, materialized=materialized)
+    table.toStream().to("out", Produced.with_(windowedSerde(size), valueSerde))
+    return b.build()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(records=inputs(), size=st.integers(1, 25), hop=st.sampled_from([None, 1, 3, 7]), grace=st.integers(0, 30),
+       kind=st.sampled_from(["count", "aggregate", "reduce"]), retention=st.sampled_from([None, 60, 150_000]),
+       batch=st.sampled_from([1, 7, 1000]), keys=st.sampled_from(sorted(TIME_KEY_SERDES)))
+def test_fused_time_window_loop_equals_the_per_node_path(records, size, hop, grace, kind, retention, batch, keys):
+    """Tumbling and hopping windows: null keys, records too late for some or all of their windows
+    (dropped per window and counted), aggregate timestamps (T-18: max of the window's records),
+    headers, an aggregator failing on "x" under LogAndContinue (KIP-1033), retention expiry,
+    partitions of the windowed key (DP-1); String, JSON and user-defined windowed key serdes."""
+    advance = size if hop is None else min(hop, size)
+    topo = timeTopology(size, advance, grace, kind, None if retention is None else max(retention, size + grace), keys)
+    keySerde = TIME_KEY_SERDES[keys][0]
+    assert onDriver(records, topo, True, keySerde) == onDriver(records, topo, False, keySerde)
+    assert onBatches(records, topo, True, batch, keySerde) == onBatches(records, topo, False, batch, keySerde)
+
+
+def test_fused_time_window_loop_concrete_records_and_counters():
+    """Hopping windows of 10 ms every 5 ms, grace 0: "a"@7 updates [0,10) and [5,15) (two records
+    at 7); "a"@12 updates [5,15) (count 2, timestamp 12) and opens [10,20); "b"@21 closes [5,15) and
+    [10,20) for later records; the late "a"@14 is dropped for both its windows (counted twice)."""
+    topo = timeTopology(10, 5, 0, "count")
+    records = [("a", "v", 7, ()), ("a", "v", 12, ()), ("b", "v", 21, ()), ("a", "v", 14, ())]
+    out, metrics, _ = onDriver(records, topo, fused=True)
+    serde, long = WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 10), Serdes.Long()
+    decoded = [(serde.deserialize("out", k), long.deserialize("out", v), ts) for k, v, ts, _, _ in out]
+    assert [(w.key(), w.window().start(), w.window().end(), v, ts) for w, v, ts in decoded] == [
+        ("a", 0, 10, 1, 7), ("a", 5, 15, 1, 7), ("a", 5, 15, 2, 12), ("a", 10, 20, 1, 12),
+        ("b", 15, 25, 1, 21), ("b", 20, 30, 1, 21)]
+    reasons = {m.tag("reason"): v for m, v in metrics.items() if m.group == "kspark-dropped-records"}
+    assert reasons == {"expired window": 2}

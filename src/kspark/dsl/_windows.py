@@ -39,7 +39,7 @@ class Window:
         return type(self) is type(other) and (self._start, self._end) == (other._start, other._end)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, self._start, self._end))
+        return hash((self._start, self._end))  # windows of other types are unequal (__eq__)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}{{startMs={self._start}, endMs={self._end}}}"
@@ -127,10 +127,14 @@ class Windowed:
         return self._window
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Windowed) and (self._key, self._window) == (other._key, other._window)
+        if not isinstance(other, Windowed):
+            return False
+        w, o = self._window, other._window  # Window.__eq__, inlined: windowed keys are cache and dict keys
+        return self._key == other._key and w._start == o._start and w._end == o._end and type(w) is type(o)
 
     def __hash__(self) -> int:
-        return hash((self._key, self._window))
+        w = self._window
+        return hash((self._key, w._start, w._end))
 
     def __str__(self) -> str:
         return f"[{self._key}@{self._window.start()}/{self._window.end()}]"

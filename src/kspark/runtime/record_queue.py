@@ -177,19 +177,24 @@ class PartitionGroup:
             if self._idleStart:
                 self._idleStart.clear()
             return True
-        if not any(q.head is not None for q in queues):
-            return False
-        if self._maxTaskIdleMs < 0:
-            return True
-        ready = True
-        for i, q in enumerate(self.queues):
+        for q in queues:
             if q.head is not None:
-                self._idleStart.pop(i, None)
+                break
+        else:  # no queue has data
+            return False
+        maxTaskIdleMs = self._maxTaskIdleMs
+        if maxTaskIdleMs < 0:
+            return True
+        ready, idleStart = True, self._idleStart
+        for i, q in enumerate(queues):
+            if q.head is not None:
+                if idleStart:
+                    idleStart.pop(i, None)
                 continue
             if q.lag is None or q.lag > 0:
                 return False  # "Waiting to fetch data" / data exists upstream
-            start = self._idleStart.setdefault(i, wallClockTime)
-            if wallClockTime < start + self._maxTaskIdleMs:
+            start = idleStart.setdefault(i, wallClockTime)
+            if wallClockTime < start + maxTaskIdleMs:
                 ready = False
         return ready
 

@@ -211,9 +211,13 @@ class WindowStore(_TimeOrderedStoreBase):
         return start > self._observed - self._retentionMs
 
     def put(self, key: Any, value: Any, windowStartTimestamp: int) -> None:
-        kb = self._keyBytes(key)
-        self._observed = max(self._observed, windowStartTimestamp)
-        if not self._live(windowStartTimestamp):
+        self._putBytes(self._keyBytes(key), key, value, windowStartTimestamp)
+
+    def _putBytes(self, kb: bytes, key: Any, value: Any, windowStartTimestamp: int) -> None:
+        """``put`` by serialized key (hot path of the DSL)."""
+        if windowStartTimestamp > self._observed:
+            self._observed = windowStartTimestamp
+        if not windowStartTimestamp > self._observed - self._retentionMs:  # _live
             log.warning("Skipping record for expired segment.")
             return
         if value is None:
@@ -231,12 +235,16 @@ class WindowStore(_TimeOrderedStoreBase):
         ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]``."""
         kb = self._keyBytes(key)
         if timeTo is None:
-            entry = self._data.get((timeFrom, kb))
-            return None if entry is None or not self._live(timeFrom) else entry[1]
+            return self._fetchBytes(kb, timeFrom)
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([KeyValue(start, v) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
+        """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
+        entry = self._data.get((windowStartTimestamp, kb))
+        return None if entry is None or not windowStartTimestamp > self._observed - self._retentionMs else entry[1]
 
     def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window starting in
@@ -291,59 +299,98 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool, retentionMs: int) -> None:
         super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
-        # self._data: (end, keyBytes, start) -> (key, aggregate); indexes derived from it:
-        self._byKey: dict[bytes, set[tuple[int, int]]] = {}
-        self._byEnd: list[tuple[int, bytes, int]] = []  # sorted
         self.droppedCounter = None  # set by the task: called when a put is dropped as expired
         self._segmentInterval = max(retentionMs // 2, 60_000)
+        # serialized key -> [(end, start, key, aggregate)] ordered by end, then start descending
+        # (the key lookup order); a key's list may be empty until its segment is purged
+        self._sessions: dict[bytes, list[tuple[int, int, Any, Any]]] = {}
+        # segment id (end // segment interval) -> serialized keys that put a session there; every
+        # segment below ``_purgedBelow`` is gone. Both hosts only ever read sessions by key unless
+        # emit-final asks for a time range: the time-ordered index ``_byEnd`` (sorted (end,
+        # keyBytes, start)) is built on the first such read and kept from then on.
+        self._segments: dict[int, set[bytes]] = {}
+        self._purgedBelow = 0
+        self._byEnd: list[tuple[int, bytes, int]] | None = None
+
+    def snapshot(self) -> dict:
+        return {"sessions": self._sessions, "segments": self._segments, "purgedBelow": self._purgedBelow,
+                "observed": self._observed}
 
     def restore(self, data: dict) -> None:
-        super().restore(data)
-        self._reindex()
+        self._sessions, self._segments = data["sessions"], data["segments"]
+        self._purgedBelow, self._observed = data["purgedBelow"], data["observed"]
+        self._byEnd = None
 
     def mergeSnapshot(self, data: dict) -> None:
-        super().mergeSnapshot(data)
-        self._reindex()
-
-    def _reindex(self) -> None:
-        self._byKey = {}
-        for end, kb, start in self._data:
-            self._byKey.setdefault(kb, set()).add((end, start))
-        self._byEnd = sorted(self._data)
+        """Add another task's snapshot (to view a store over all tasks)."""
+        for kb, sessions in data["sessions"].items():
+            for end, start, key, aggregate in sessions:
+                self._store(end, kb, start, key, aggregate)
+        for segment, keys in data["segments"].items():
+            self._segments.setdefault(segment, set()).update(keys)
+        self._purgedBelow = min(self._purgedBelow, data["purgedBelow"])
+        self._observed = max(self._observed, data["observed"])
 
     def _minLiveEnd(self) -> int:
         return self._observed - self._retentionMs + 1
 
-    def _segmentId(self, end: int) -> int:
-        return end // self._segmentInterval
-
-    def _expired(self, end: int) -> bool:
-        bound = self._observed - self._retentionMs
-        if self._persistent:
-            interval = self._segmentInterval
-            return end // interval < bound // interval
-        return end <= bound
-
-    def _insert(self, entry: tuple[int, bytes, int], value: tuple[Any, Any]) -> None:
-        if entry not in self._data:
-            sessions = self._byKey.get(entry[1])
+    def _store(self, end: int, kb: bytes, start: int, key: Any, aggregate: Any) -> None:
+        """Insert or replace the session in its key's list, in key lookup order."""
+        entry = (end, start, key, aggregate)
+        sessions = self._sessions.get(kb)
+        if not sessions:
             if sessions is None:
-                self._byKey[entry[1]] = {(entry[0], entry[2])}
+                self._sessions[kb] = [entry]
             else:
-                sessions.add((entry[0], entry[2]))
-            bisect.insort(self._byEnd, entry)
-        self._data[entry] = value
-
-    def _delete(self, entry: tuple[int, bytes, int]) -> None:
-        if self._data.pop(entry, None) is None:
-            return
-        sessions = self._byKey[entry[1]]
-        if len(sessions) == 1:
-            del self._byKey[entry[1]]
+                sessions.append(entry)
         else:
-            sessions.discard((entry[0], entry[2]))
+            i = len(sessions)
+            while i:
+                e = sessions[i - 1]
+                if e[0] < end or (e[0] == end and e[1] > start):
+                    break  # e comes first
+                if e[0] == end and e[1] == start:
+                    sessions[i - 1] = entry
+                    return
+                i -= 1
+            sessions.insert(i, entry)
+        segments = self._segments.get(end // self._segmentInterval)
+        if segments is None:
+            self._segments[end // self._segmentInterval] = {kb}
+        else:
+            segments.add(kb)
+        if self._byEnd is not None:
+            bisect.insort(self._byEnd, (end, kb, start))
+
+    def _delete(self, end: int, kb: bytes, start: int) -> None:
+        sessions = self._sessions.get(kb)
+        if not sessions:
+            return
+        for i, e in enumerate(sessions):
+            if e[0] == end and e[1] == start:
+                del sessions[i]
+                if self._byEnd is not None:
+                    byEnd = self._byEnd
+                    del byEnd[bisect.bisect_left(byEnd, (end, kb, start))]
+                return
+
+    def _purge(self, below: int) -> None:
+        """Delete every session of the segments below ``below`` (ST-6/ST-7 expiry)."""
+        interval, sessionsOf = self._segmentInterval, self._sessions
+        for segment in [s for s in self._segments if s < below]:
+            for kb in self._segments.pop(segment):
+                sessions = sessionsOf.get(kb)
+                if sessions is None:
+                    continue
+                live = [e for e in sessions if e[0] // interval >= below]
+                if not live:
+                    del sessionsOf[kb]
+                elif len(live) < len(sessions):
+                    sessionsOf[kb] = live
+        self._purgedBelow = below
         byEnd = self._byEnd
-        del byEnd[bisect.bisect_left(byEnd, entry)]
+        if byEnd is not None:
+            del byEnd[:bisect.bisect_left(byEnd, (below * interval,))]
 
     def put(self, sessionKey, aggregate: Any) -> None:
         """Store ``aggregate`` for ``sessionKey`` (a ``Windowed``); ``None`` removes it (ST-5)."""
@@ -353,95 +400,86 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def _putEntry(self, end: int, kb: bytes, start: int, key: Any, aggregate: Any) -> None:
         """``put`` by serialized key, without building a ``Windowed`` (hot path of the DSL)."""
-        entry = (end, kb, start)
         if end > self._observed:
             self._observed = end
         if aggregate is None:
-            self._delete(entry)
+            self._delete(end, kb, start)
             return
-        # _expired, inlined: the session and the oldest stored one
         bound = self._observed - self._retentionMs
-        persistent = self._persistent
-        if (end // self._segmentInterval < bound // self._segmentInterval) if persistent else end <= bound:
+        interval = self._segmentInterval
+        if (end // interval < bound // interval) if self._persistent else end <= bound:
             log.warning("Skipping record for expired segment.")
             if self.droppedCounter is not None:
                 self.droppedCounter()
             return
-        self._insert(entry, (key, aggregate))
-        byEnd = self._byEnd
-        if (byEnd[0][0] // self._segmentInterval < bound // self._segmentInterval) if persistent else byEnd[0][0] <= bound:
-            # drop expired segments / sessions, oldest first
-            expired = self._expired
-            n = 1
-            while n < len(byEnd) and expired(byEnd[n][0]):
-                n += 1
-            data, byKey = self._data, self._byKey
-            for e in byEnd[:n]:
-                del data[e]
-                sessions = byKey[e[1]]
-                sessions.discard((e[0], e[2]))
-                if not sessions:
-                    del byKey[e[1]]
-            del byEnd[:n]  # one slice delete, not one list shift per session
+        self._store(end, kb, start, key, aggregate)
+        # segments wholly older than the retention bound go (an in-memory store's reads also hide
+        # the expired sessions of the live segments)
+        if bound // interval > self._purgedBelow:
+            self._purge(bound // interval)
 
     def remove(self, sessionKey) -> None:
         self.put(sessionKey, None)
 
-    def _iterator(self, entries, clamp: bool = True) -> KeyValueIterator:
+    def _iterator(self, entries) -> KeyValueIterator:
+        """``entries`` as (end, start, key, aggregate) tuples -> ``KeyValue(Windowed, aggregate)``."""
         from ..dsl._windows import SessionWindow, Windowed
         from ..keyvalue import KeyValue
 
-        bound = self._minLiveEnd() if clamp or not self._persistent else None
-        return KeyValueIterator([
-            KeyValue(Windowed(self._data[e][0], SessionWindow(e[2], e[0])), self._data[e][1])
-            for e in entries if bound is None or e[0] >= bound
-        ])
+        return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), aggregate)
+                                 for end, start, key, aggregate in entries])
 
-    def _ofKey(self, key: Any) -> list[tuple[int, bytes, int]]:
-        kb = self._keyBytes(key)
-        return sorted(((end, kb, start) for end, start in self._byKey.get(kb, ())), key=lambda e: (e[0], -e[2]))
+    def _ofKey(self, key: Any) -> list[tuple[int, int, Any, Any]]:
+        """Live sessions of ``key`` in key lookup order."""
+        lowest = self._minLiveEnd()
+        return [e for e in self._sessions.get(self._keyBytes(key), ()) if e[0] >= lowest]
 
     def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
         """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
         latestSessionStartTime`` (ST-3), ordered by end, then start descending."""
-        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[2] <= latestSessionStartTime)
+        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[1] <= latestSessionStartTime)
 
     def _findSessionEntries(self, kb: bytes, earliestSessionEndTime: int, latestSessionStartTime: int) -> list:
         """``findSessions`` by serialized key as ``(end, start, key, aggregate)`` tuples, same
         sessions and order, without building ``Windowed`` objects (hot path of the DSL)."""
-        sessions = self._byKey.get(kb)
+        sessions = self._sessions.get(kb)
         if not sessions:
             return []
         lowest = self._observed - self._retentionMs + 1  # _minLiveEnd()
         if earliestSessionEndTime > lowest:
             lowest = earliestSessionEndTime
-        data = self._data
         if len(sessions) == 1:
-            for end, start in sessions:
-                if end >= lowest and start <= latestSessionStartTime:
-                    key, aggregate = data[(end, kb, start)]
-                    return [(end, start, key, aggregate)]
-            return []
-        found = [(end, start) + data[(end, kb, start)] for end, start in sessions
-                 if end >= lowest and start <= latestSessionStartTime]
-        if len(found) > 1:
-            found.sort(key=_endThenStartDescending)
-        return found
+            e = sessions[0]
+            return [e] if e[0] >= lowest and e[1] <= latestSessionStartTime else []
+        return [e for e in sessions if e[0] >= lowest and e[1] <= latestSessionStartTime]
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
         """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``,
         ST-4), ordered by end, serialized key, start descending."""
-        lo = bisect.bisect_left(self._byEnd, (earliestSessionEndTime,))
-        hi = bisect.bisect_left(self._byEnd, (latestSessionEndTime + 1,))
-        entries = sorted(self._byEnd[lo:hi], key=lambda e: (e[0], e[1], -e[2]))
-        return self._iterator(entries, clamp=False)
+        byEnd = self._byEnd
+        if byEnd is None:
+            byEnd = self._byEnd = sorted((e[0], kb, e[1]) for kb, sessions in self._sessions.items() for e in sessions)
+        lo = bisect.bisect_left(byEnd, (earliestSessionEndTime,))
+        if not self._persistent:  # an in-memory store hides expired sessions from every read
+            lo = max(lo, bisect.bisect_left(byEnd, (self._minLiveEnd(),)))
+        hi = bisect.bisect_left(byEnd, (latestSessionEndTime + 1,))
+        found = sorted(byEnd[lo:hi], key=lambda e: (e[0], e[1], -e[2]))
+        return self._iterator(self._entry(end, kb, start) for end, kb, start in found)
+
+    def _entry(self, end: int, kb: bytes, start: int) -> tuple[int, int, Any, Any]:
+        for e in self._sessions[kb]:
+            if e[0] == end and e[1] == start:
+                return e
+        raise KeyError((end, kb, start))
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
         """The aggregate of exactly that session, or None."""
         if sessionEndTime < self._minLiveEnd():
             return None
-        entry = self._data.get((sessionEndTime, self._keyBytes(key), sessionStartTime))
-        return None if entry is None else entry[1]
+        for end, start, _, aggregate in self._sessions.get(self._keyBytes(key), ()):
+            if end == sessionEndTime and start == sessionStartTime:
+                return aggregate
+        return None
 
     def fetch(self, key: Any) -> KeyValueIterator:
         """All live sessions of ``key``, earliest first."""
@@ -449,11 +487,7 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def backwardFetch(self, key: Any) -> KeyValueIterator:
         """All live sessions of ``key``, latest first."""
-        return KeyValueIterator(list(reversed(list(self.fetch(key)))))
-
-
-def _endThenStartDescending(entry: tuple) -> tuple:
-    return entry[0], -entry[1]
+        return self._iterator(reversed(self._ofKey(key)))
 
 
 class SessionBytesStoreSupplier(NamedTuple):

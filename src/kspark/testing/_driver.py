@@ -276,15 +276,24 @@ class TopologyTestDriver:
     def _enqueue(self, topic, key, value, timestamp, headers) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        task = self._task
+        queue = self._task.queueOf[topic]
         # a built-in extractor returns a valid metadata timestamp as is (T-3): taken without a call
-        extracted = timestamp if timestamp >= 0 and task.queueOf[topic].extractsMetadataTimestamp() else None
-        task.addRecords(topic, [RawRecord(offset, timestamp, key, value, headers, extracted)], lag=0)
+        extracted = timestamp if timestamp >= 0 and queue.extractsMetadataTimestamp() else None
+        queue.addRawRecords((_tupleNew(RawRecord, (offset, timestamp, key, value, headers, extracted)),))
+        queue.lag = 0
 
     def _completeAllProcessableWork(self) -> None:
         # TTD-1: process, punctuate on stream time, route repartition records back, until idle
         task = self._task
         heap = task._streamTimeHeap
+        if task._fastPath is not None and not heap and not task.commitCallbacks:
+            # the task's fused loop (one input partition, so no repartition records to route
+            # back): with no punctuator scheduled and nothing to flush on commit, TTD-1's
+            # process/punctuate/commit per record is processing every queued record
+            task.wallClockTime = self._wallClock
+            task._fastPath(None)
+            self._routeProduced()
+            return
         while task.process(self._wallClock):
             if heap:  # nothing scheduled: nothing to punctuate
                 task.maybePunctuateStreamTime()
@@ -347,3 +356,6 @@ class TopologyTestDriver:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_tupleNew = tuple.__new__

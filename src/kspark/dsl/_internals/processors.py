@@ -41,6 +41,18 @@ def _dropped(context, reason: str, message: str) -> None:
     context.metrics().recordDropped(context.taskId(), context.currentNode.name, reason)
 
 
+def _expiredWindow(context, ts: int, window: str, closeTime: int, streamTime: int) -> None:
+    """A windowed aggregation skips a record for an expired window: Kafka's warning, and the
+    ``dropped-records`` counter of the current node ("expired window")."""
+    meta = context.recordMetadata()
+    log.warning(
+        "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+        "window=%s expiration=[%d] streamTime=[%d]",
+        meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, window, closeTime, streamTime,
+    )
+    context.metrics().recordDropped(context.taskId(), context.currentNode.name, "expired window")
+
+
 class KStreamFilter(ContextualProcessor):
     def __init__(self, predicate, filterNot: bool) -> None:
         self.predicate, self.filterNot = predicate, filterNot
@@ -262,32 +274,37 @@ class KStreamWindowAggregate(ContextualProcessor):
             return
         streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
         closeTime = streamTime - self.windows.gracePeriodMs()
+        store, kb = self.store, None
         for start, window in self.windows.windowsFor(ts).items():
             if window.end() <= closeTime:
-                meta = self.context().recordMetadata()
-                log.warning(
-                    "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-                    "window=[%d,%d) expiration=[%d] streamTime=[%d]",
-                    meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, window.end(),
-                    closeTime, streamTime,
-                )
-                self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                                       "expired window")
+                self._skipExpiredWindow(ts, start, window.end(), closeTime, streamTime)
                 continue
-            old = self.store.fetch(key, start)
+            if kb is None:  # serialized once, when a window first needs the store
+                kb = store._keyBytes(key)
+            old = store._fetchBytes(kb, start)
             if old is None:
                 newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
                 timestamp = ts
             else:
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
-            self.store.put(key, ValueAndTimestamp(newAgg, timestamp), start)
+            store._putBytes(kb, key, ValueAndTimestamp(newAgg, timestamp), start)  # store.put(key, ..., start)
             if not self.emitFinal:
                 oldAgg = old.value if self.sendOldValues and old is not None else None
                 self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
                                    old is not None)
         if self.emitFinal:
             self._maybeForwardFinalResult(record, closeTime)
+
+    def _skipExpiredWindow(self, ts: int, start: int, end: int, closeTime: int, streamTime: int) -> None:
+        """The record is too late for window ``[start, end)``: log, count, skip that window."""
+        _expiredWindow(self.context(), ts, f"[{start},{end})", closeTime, streamTime)
+
+    def fastPath(self, task, source, node, queue):
+        """The fused loop of ``source -> this -> toStream() -> to()`` without emit-final or cache
+        (see ``StreamTask._buildFastPath``), or None: same records, stores, counters, drops and
+        errors as the per-node path."""
+        return _windowedFastPath(self, task, source, node, queue, _timeWindowFastPath)
 
     def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
         """KIP-825 for time windows (``AbstractKStreamTimeWindowAggregateProcessor``)."""
@@ -408,15 +425,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
     def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
         """SA-6: the merged session ended before the close time: log, count, drop the record."""
-        meta = self.context().recordMetadata()
-        log.warning(
-            "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
-            "window=[%d,%d] expiration=[%d] streamTime=[%d]",
-            meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, start, end,
-            closeTime, streamTime,
-        )
-        self.context().metrics().recordDropped(self.context().taskId(), self.context().currentNode.name,
-                                               "expired window")
+        _expiredWindow(self.context(), ts, f"[{start},{end}]", closeTime, streamTime)
         for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
             self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
 
@@ -429,17 +438,23 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         per output, the partition from the inner key as ``WindowedStreamPartitioner`` does); null
         keys, expired records and exceptions go through the per-node code.
         """
-        if self.emitFinal or self.cache.enabled or len(node.children) != 1:
-            return None
-        toStream = node.children[0]
-        if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
-            return None
-        sinkNode = toStream.children[0]
-        sink = sinkNode.sink
-        if sink is None or sink.partitioner is not None:
-            return None
-        return _sessionFastPath(self, task, source, node, toStream, sinkNode, queue)
+        return _windowedFastPath(self, task, source, node, queue, _sessionFastPath)
 
+
+def _windowedFastPath(agg, task, source, node, queue, build):
+    """``build(agg, task, source, node, toStream, sinkNode, queue)`` when the windowed aggregation
+    ``agg`` (no emit-final, no cache) has ``toStream().to()`` (default partitioner) as its only
+    downstream, else None."""
+    if agg.emitFinal or agg.cache.enabled or len(node.children) != 1:
+        return None
+    toStream = node.children[0]
+    if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
+        return None
+    sinkNode = toStream.children[0]
+    sink = sinkNode.sink
+    if sink is None or sink.partitioner is not None:
+        return None
+    return build(agg, task, source, node, toStream, sinkNode, queue)
 
 
 _TOMBSTONE = Change(None, None)
@@ -562,8 +577,21 @@ class KTableSuppress(ContextualProcessor):
 _ForwardingCache = RecordCache  # the former name, for modules written against it
 
 
-def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
-    """``run(limit)`` for ``KStreamSessionWindowAggregate.fastPath`` (record loop of one task)."""
+def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde, windowOf, body):
+    """``run(limit)``: the record loop of one task whose graph is ``source -> agg -> toStream()
+    -> to()`` (see ``StreamTask._buildFastPath``), for a windowed aggregation ``agg``.
+
+    ``body(emit, rec, key, ts, headers, kb, innerBytes)`` aggregates one record with a non-null
+    key as ``agg``'s ``process`` would, calling ``emit(key, start, end, value, timestamp, headers,
+    innerBytes)`` for each update it forwards; ``kb`` is the key's bytes in the store when known
+    without calling the key serde (a str key and String serdes), else None: the body serializes
+    the key where ``process`` does. Null keys and exceptions take the per-node code.
+
+    The sink writes ``Windowed(key, windowOf(start, end))`` keys. With the built-in windowed
+    serde ``windowedSerde`` (session or time) the key bytes are the inner key's bytes plus the
+    serde's window suffix, written directly, and the partition is the inner key's
+    (``WindowedStreamPartitioner``, DP-1); any other key serde goes through the sink's write.
+    """
     import struct
 
     from ...errors import StreamsException
@@ -573,26 +601,24 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
     from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
-    pg, context, store, meta, sink = task.partitionGroup, task.context, agg.store, agg.meta, sinkNode.sink
-    gap, grace = agg._gap, agg._grace
-    aggregator, merge = agg.aggregator, agg._merge
-    keyBytesOf, find, put = store._keyBytes, store._findSessionEntries, store._putEntry
+    pg, context, store, sink = task.partitionGroup, task.context, agg.store, sinkNode.sink
     topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
-    # the windowed key's bytes are inner key + end + start (SessionWindowedSerde); any other key
-    # serde gets a Windowed key through the sink's generic write
-    inner = sink.keySerde.inner if type(sink.keySerde) is _SessionWindowedSerde else None
+    inner = sink.keySerde.inner if type(sink.keySerde) is windowedSerde else None
     # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
     # (a str key's UTF-8), so one encode per record serves the lookup, the key and the partition
     stringKeys = type(inner) is _StringSerde and type(store._keySerde) is _StringSerde
     longValues = type(sink.valueSerde) is _LongSerde  # an int packs as >q, as _LongSerde does
-    pack, packLong, write = _END_START.pack, struct.Struct(">q").pack, sink.write
+    packLong, write = struct.Struct(">q").pack, sink.write
+    # the window suffix of the key bytes: end + start (SessionKeySchema), or start (TimeWindowedSerializer)
+    sessions = windowedSerde is _SessionWindowedSerde
+    packEndStart = _END_START.pack
     produced = sink._produced
 
-    def emit(key, start: int, end: int, value, headers: tuple, keyBytes) -> None:
+    def emit(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
-            write(_Windowed(key, _SessionWindow(start, end)), value, end, headers)
+            write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
             return
         try:
             if keyBytes is None:
@@ -603,10 +629,11 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 valueBytes = packLong(value)
         except Exception as e:
             raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
-        # WindowedStreamPartitioner: the partition of the inner key (DP-1)
+        # WindowedStreamPartitioner: the partition of the inner key (DP-1); one partition: 0
         n = sink._n if sink._n is not None else sink.numPartitions()
-        produced.append(_tupleNew(ProducedRecord, (topic, partitionForKey(keyBytes, n), end,
-                                                   keyBytes + pack(end, start), valueBytes, headers)))
+        produced.append(_tupleNew(ProducedRecord, (
+            topic, 0 if n == 1 else partitionForKey(keyBytes, n), timestamp,
+            keyBytes + (packEndStart(end, start) if sessions else packLong(start)), valueBytes, headers)))
 
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
@@ -615,10 +642,6 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
         finally:
             context.currentNode = None
             context.metadata = None
-
-    def asNode(rec) -> None:  # the context the per-node path would have inside this processor
-        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
-        context.currentNode = node
 
     def run(limit: int | None) -> int:
         n = 0
@@ -641,36 +664,14 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
                 continue
             source.processed += 1
             node.processed += 1
-            headers = tuple(rec.headers) if rec.headers else ()
             try:
-                streamTime = meta["observedStreamTime"]
-                if ts > streamTime:
-                    streamTime = meta["observedStreamTime"] = ts
-                closeTime = streamTime - grace - gap
-                if stringKeys and type(key) is str:
-                    kb = innerBytes = key.encode("utf-8")
-                else:
-                    kb, innerBytes = keyBytesOf(key), None
-                merged = find(kb, ts - gap, ts + gap)
-                value, start, end = merge(key, ts, merged)
-                if end < closeTime:
-                    asNode(rec)
-                    try:
-                        agg._skipExpired(ts, start, end, closeTime, streamTime, merged)
-                    finally:
-                        context.currentNode = context.metadata = None
-                    continue
-                if start != ts or end != ts:
-                    for sEnd, sStart, sKey, _ in merged:
-                        put(sEnd, kb, sStart, sKey, None)
-                        emit(sKey, sStart, sEnd, None, headers, innerBytes)
-                value = aggregator(key, rec.value, value)
-                put(end, kb, start, key, value)
-                emit(key, start, end, value, headers, innerBytes)
+                kb = key.encode("utf-8") if stringKeys and type(key) is str else None
+                body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
             except StreamsException:
                 raise
             except Exception as e:  # KIP-1033, as StreamTask._processorCall
-                asNode(rec)
+                context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+                context.currentNode = node
                 try:
                     task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
                 finally:
@@ -678,6 +679,95 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
         return n
 
     return run
+
+
+def _asNode(context, node, rec):
+    """Run per-node code of ``node`` for ``rec`` (record metadata and current node set, then cleared)."""
+    from contextlib import contextmanager
+
+    from ...processor import RecordMetadata
+
+    @contextmanager
+    def scope():
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.currentNode = node
+        try:
+            yield
+        finally:
+            context.currentNode = context.metadata = None
+
+    return scope()
+
+
+def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
+    """``run(limit)`` for ``KStreamSessionWindowAggregate.fastPath``: ``_aggregate``'s steps inline."""
+    from .._windows import _SessionWindowedSerde
+
+    context, store, meta = task.context, agg.store, agg.meta
+    gap, grace = agg._gap, agg._grace
+    aggregator, merge = agg.aggregator, agg._merge
+    keyBytesOf, find, put = store._keyBytes, store._findSessionEntries, store._putEntry
+
+    def body(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
+        streamTime = meta["observedStreamTime"]
+        if ts > streamTime:
+            streamTime = meta["observedStreamTime"] = ts
+        closeTime = streamTime - grace - gap
+        if kb is None:
+            kb = keyBytesOf(key)
+        merged = find(kb, ts - gap, ts + gap)
+        value, start, end = merge(key, ts, merged)
+        if end < closeTime:
+            with _asNode(context, node, rec):
+                agg._skipExpired(ts, start, end, closeTime, streamTime, merged)
+            return
+        if start != ts or end != ts:
+            for sEnd, sStart, sKey, _ in merged:
+                put(sEnd, kb, sStart, sKey, None)
+                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+        value = aggregator(key, rec.value, value)
+        put(end, kb, start, key, value)
+        emit(key, start, end, value, end, headers, innerBytes)
+
+    return _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, _SessionWindowedSerde, _SessionWindow, body)
+
+
+def _timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStream, sinkNode, queue):
+    """``run(limit)`` for ``KStreamWindowAggregate.fastPath``: ``process``'s steps inline."""
+    from .._windows import TimeWindow, _TimeWindowedSerde
+
+    context, store, meta = task.context, agg.store, agg.meta
+    size, advance, grace = agg.windows.sizeMs, agg.windows.advanceMs, agg.windows.gracePeriodMs()
+    aggregator, initializer, reduce = agg.aggregator, agg.initializer, agg.reduce
+    keyBytesOf, fetch, put = store._keyBytes, store._fetchBytes, store._putBytes
+
+    def body(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
+        streamTime = meta["observedStreamTime"]
+        if ts > streamTime:
+            streamTime = meta["observedStreamTime"] = ts
+        closeTime = streamTime - grace
+        value = rec.value
+        start = (max(0, ts - size + advance) // advance) * advance  # TimeWindows.windowsFor
+        while start <= ts:
+            end = start + size
+            if end <= closeTime:
+                with _asNode(context, node, rec):
+                    agg._skipExpiredWindow(ts, start, end, closeTime, streamTime)
+            else:
+                if kb is None:
+                    kb = keyBytesOf(key)
+                old = fetch(kb, start)
+                if old is None:
+                    newAgg = value if reduce else aggregator(key, value, initializer())
+                    timestamp = ts
+                else:
+                    newAgg = aggregator(old.value, value) if reduce else aggregator(key, value, old.value)
+                    timestamp = ts if ts > old.timestamp else old.timestamp
+                put(kb, key, _tupleNew(ValueAndTimestamp, (newAgg, timestamp)), start)
+                emit(key, start, end, newAgg, timestamp, headers, innerBytes)
+            start += advance
+
+    return _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, _TimeWindowedSerde, TimeWindow, body)
 
 
 _tupleNew = tuple.__new__
