@@ -254,3 +254,39 @@ def test_progress_log_counts_records_from_the_source_offsets_not_chunk_rows():
     end = json.dumps({"a/0": 7, "a/1": 4, "a/0@logEnd": 9, "a/1@logEnd": 4, "@heartbeat": 1700000000000})
     assert _recordsRead(start, end) == 8
     assert _recordsRead(None, json.dumps({"a/0": 5, "a/0@logEnd": 5})) == 5
+    # the listener's bridge reads the progress as one JSON document: offsets arrive parsed
+    assert _recordsRead(json.loads(start), json.loads(end)) == 8
+
+
+def test_progress_listener_logs_each_batch_from_the_progress_json(spark, tmp_path, caplog):
+    """The listener's own Py4J bridge (one JSON document per event, not pyspark's field-by-field
+    conversion) still logs one line per micro-batch with the records read from the offsets."""
+    import logging
+    import time
+
+    from kspark import KafkaStreams, StreamsBuilder
+
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("in", 2)
+    topics.createTopic("out", 2)
+    topics.produce("in", [(b"a", b"1", 1_000), (b"b", b"2", 1_001), (b"c", b"3", 1_002), (b"d", b"4", 1_003),
+                          (b"e", b"5", 1_004)], partitioner=lambda key, n: 0 if key < b"d" else 1)
+    b = StreamsBuilder()
+    b.stream("in").to("out")
+    caplog.set_level(logging.INFO, logger="kspark.progress")
+    streams = KafkaStreams(b.build(), {"application.id": "progress", "kspark.topics.dir": str(tmp_path / "topics"),
+                                       "state.dir": str(tmp_path / "state"),
+                                       "kspark.max.records.per.trigger": 4}, spark=spark)
+    streams.start()
+    streams.awaitTermination()
+    lines = []
+    for _ in range(300):  # progress events reach listeners asynchronously
+        lines = [r.getMessage() for r in caplog.records if r.name == "kspark.progress"]
+        if len(lines) >= 2:
+            break
+        time.sleep(0.1)
+    streams.close()
+    assert [line.split(" in ")[0] for line in lines] == [
+        "progress-subtopology-0 batch 0: 4 records", "progress-subtopology-0 batch 1: 1 records"]
+    assert all(line.endswith(", 0 dropped") for line in lines)
+    assert sum(topics.endOffsets("out").values()) == 5

@@ -23,6 +23,14 @@ def getOrCreateSession(config: StreamsConfig):
     task and batch, so its CPU goes to per-batch planning and scheduling code, on which C2
     compilation cost more than it saved (session-count benchmark, 3M records: JVM 85 -> 40
     CPU-s, executor threads unchanged).
+
+    ``spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled`` is ``false`` unless given:
+    Spark keeps one Python worker daemon (and pool of idle workers) per distinct worker
+    environment, and sets ``SPARK_SIMPLIFIED_TRACEBACK`` for the source's read tasks but not for
+    ``transformWithStateInPandas`` tasks. With the flag on, every query needs a second daemon
+    whose fresh workers import pandas, pyarrow and pyspark again before the first batch; with
+    it off, the task workers are the read tasks' already-warm workers. Python errors then carry
+    pyspark's own frames in their traceback too.
     """
     from pyspark.sql import SparkSession
 
@@ -42,12 +50,29 @@ def getOrCreateSession(config: StreamsConfig):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
     )
     for key, value in config.sparkConfs().items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_PRELOADING_DAEMON = """\
+import importlib
+for name in ("pandas", "pyarrow", "pyspark.worker", "pyspark.sql.pandas.serializers",
+             "pyspark.sql.streaming.stateful_processor_api_client", "kspark.spark._datasource",
+             "kspark.spark._task_processor"):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+import runpy
+runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)
+"""
+"""``python -c`` code of the task workers' daemon (see :func:`_workerPython`); ``sys.argv[1]``
+stays ``pyspark.worker``, the worker module ``pyspark.daemon`` forks into."""
 
 
 def _workerPython() -> str:
@@ -59,6 +84,13 @@ def _workerPython() -> str:
     writers) compiles every pyspark module it imports again: about 1.4 CPU-s per process here.
     With a pip-installed pyspark the zip holds the same code as the installed package, whose
     bytecode is cached, so the launcher lets workers import that instead.
+
+    The launcher also starts the daemon that forks the task workers (``-m pyspark.daemon
+    pyspark.worker``, nothing else) through :data:`_PRELOADING_DAEMON`: it imports pandas,
+    pyarrow, pyspark's worker and kspark's task code once, then runs ``pyspark.daemon`` as
+    usual, so each forked worker starts with them (≈ 1.2 CPU-s of imports per worker
+    otherwise, and up to four workers per query on ``local[2]``: read, transformWithState and
+    sink tasks). A failed import is left to the worker, which imports what it needs itself.
     """
     import pyspark
 
@@ -86,6 +118,9 @@ def _workerPython() -> str:
         "unset IFS\n"
         "PYTHONPATH=$kept\n"
         "export PYTHONPATH\n"
+        'if [ "$#" -eq 3 ] && [ "$1" = -m ] && [ "$2" = pyspark.daemon ] && [ "$3" = pyspark.worker ]; then\n'
+        f"  exec {shlex.quote(sys.executable)} -c {shlex.quote(_PRELOADING_DAEMON)} pyspark.worker\n"
+        "fi\n"
         f"exec {shlex.quote(sys.executable)} \"$@\"\n"
     )
     digest = hashlib.sha256(script.encode()).hexdigest()[:16]
