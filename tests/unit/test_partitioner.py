@@ -60,3 +60,7 @@ def test_dp1_sink_partitions_by_serialized_key_and_spreads_null_keys():
     assert [(r.key, r.partition, r.timestamp) for r in out] == [
         (b"a", 4, 10), (b"b", 1, 11), (b"alice", 4, 12), (None, 0, 13), (None, 1, 14)
     ]
+
+
+def test_murmur2_of_bytes_like_data_is_that_of_its_bytes():
+    assert murmur2(bytearray(b"foobar")) == murmur2(memoryview(b"foobar")) == -790332482
