@@ -14,6 +14,7 @@ Benchmarks (comparison systems run in the same process, on the same input):
 
 - ``P3``: session count (30 min gap, no grace, every update emitted) through
   ``TopologyTestDriver``, record at a time, over the NASA log replicated (inputs.py).
+- ``P3-tumbling`` (with ``p3``): the same through a 30 min tumbling-window count (no target).
 - ``P3-bytewax``: Bytewax 0.21 ``count_window`` with a 30 min ``SessionWindower`` on the same
   records (emits final counts only; needs ``pip install -e ".[bench]"``).
 - ``Q11``/``Q3`` (Nexmark shapes, in process): session count of bids per bidder (10 s gap);
@@ -173,6 +174,19 @@ def sessionCountTopology(source: str, sink: str, gap: timedelta):
     return b.build()
 
 
+def tumblingCountTopology(source: str, sink: str, size: timedelta):
+    """Tumbling-window count per key, cache off: every update emitted (the time-window fused loop)."""
+    from kspark import Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerdes
+
+    b = StreamsBuilder()
+    (b.stream(source).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(size))
+     .count(materialized=Materialized.as_("windows").withCachingDisabled())
+     .toStream().to(sink, Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), int(size / timedelta(
+         milliseconds=1))), Serdes.Long())))
+    return b.build()
+
+
 def q3Topology():
     """Nexmark Q3 shape: auctions (keyed by seller id, str) joined with persons (by id) from OR/ID/CA."""
     from kspark import Consumed, Produced, Serdes, StreamsBuilder
@@ -201,6 +215,24 @@ def p3(df) -> dict:
             return len(rows), {"updates_emitted": d.createOutputTopic("sessions").getQueueSize()}
 
     return _report("P3 kspark session count, TopologyTestDriver (record at a time)", measured(run, tree=False), 1)
+
+
+def p3Tumbling(df) -> dict:
+    """P3's records and driver, 30 min tumbling windows instead of sessions (not a target; the
+    other windowed aggregation with a fused loop)."""
+    from kspark.testing import TopologyTestDriver
+
+    rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
+
+    def run():
+        with TopologyTestDriver(tumblingCountTopology("requests", "windows", GAP)) as d:
+            i = d.createInputTopic("requests")
+            for host, ts in rows:
+                i.pipeInput(host, None, ts)
+            return len(rows), {"updates_emitted": d.createOutputTopic("windows").getQueueSize()}
+
+    return _report("P3-tumbling kspark tumbling-window count, TopologyTestDriver (record at a time)",
+                   measured(run, tree=False), 1)
 
 
 def p3Bytewax(df) -> dict | None:
@@ -392,6 +424,7 @@ def main(argv=None) -> int:
         df = inputs.nasaRequests(args.p3_records)
         if "p3" in only:
             p3(df)
+            p3Tumbling(df)
         if "bytewax" in only:
             p3Bytewax(df)
     if "nexmark" in only:
