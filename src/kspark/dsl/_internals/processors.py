@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+from contextlib import contextmanager
 from typing import Any, Callable, NamedTuple
 
-from ...processor import ContextualProcessor, Record
+from ...processor import ContextualProcessor, Record, RecordMetadata
 from ...state import ValueAndTimestamp
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
@@ -595,7 +596,6 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     import struct
 
     from ...errors import StreamsException
-    from ...processor import RecordMetadata
     from ...runtime.partitioner import partitionForKey
     from ...runtime.stream_task import ProducedRecord
     from ...serialization import _LongSerde, _StringSerde
@@ -681,22 +681,15 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     return run
 
 
+@contextmanager
 def _asNode(context, node, rec):
-    """Run per-node code of ``node`` for ``rec`` (record metadata and current node set, then cleared)."""
-    from contextlib import contextmanager
-
-    from ...processor import RecordMetadata
-
-    @contextmanager
-    def scope():
-        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
-        context.currentNode = node
-        try:
-            yield
-        finally:
-            context.currentNode = context.metadata = None
-
-    return scope()
+    """Per-node code of ``node`` for ``rec`` runs inside: record metadata and current node set, then cleared."""
+    context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+    context.currentNode = node
+    try:
+        yield
+    finally:
+        context.currentNode = context.metadata = None
 
 
 def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toStream, sinkNode, queue):
