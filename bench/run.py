@@ -203,36 +203,33 @@ def q3Topology():
 
 # ---------------------------------------------------------------------- in-process benchmarks
 def p3(df) -> dict:
-    from kspark.testing import TopologyTestDriver
-
-    rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
-
-    def run():
-        with TopologyTestDriver(sessionCountTopology("requests", "sessions", GAP)) as d:
-            i = d.createInputTopic("requests")
-            for host, ts in rows:
-                i.pipeInput(host, None, ts)
-            return len(rows), {"updates_emitted": d.createOutputTopic("sessions").getQueueSize()}
-
-    return _report("P3 kspark session count, TopologyTestDriver (record at a time)", measured(run, tree=False), 1)
+    return _report("P3 kspark session count, TopologyTestDriver (record at a time)",
+                   measured(_pipedOneByOne(df, sessionCountTopology("requests", "sessions", GAP), "sessions"),
+                            tree=False), 1)
 
 
 def p3Tumbling(df) -> dict:
     """P3's records and driver, 30 min tumbling windows instead of sessions (not a target; the
     other windowed aggregation with a fused loop)."""
+    return _report("P3-tumbling kspark tumbling-window count, TopologyTestDriver (record at a time)",
+                   measured(_pipedOneByOne(df, tumblingCountTopology("requests", "windows", GAP), "windows"),
+                            tree=False), 1)
+
+
+def _pipedOneByOne(df, topology, sink: str):
+    """``run()`` piping the (host, ts) records one by one into ``topology``'s driver."""
     from kspark.testing import TopologyTestDriver
 
     rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
 
     def run():
-        with TopologyTestDriver(tumblingCountTopology("requests", "windows", GAP)) as d:
+        with TopologyTestDriver(topology) as d:
             i = d.createInputTopic("requests")
             for host, ts in rows:
                 i.pipeInput(host, None, ts)
-            return len(rows), {"updates_emitted": d.createOutputTopic("windows").getQueueSize()}
+            return len(rows), {"updates_emitted": d.createOutputTopic(sink).getQueueSize()}
 
-    return _report("P3-tumbling kspark tumbling-window count, TopologyTestDriver (record at a time)",
-                   measured(run, tree=False), 1)
+    return run
 
 
 def p3Bytewax(df) -> dict | None:
