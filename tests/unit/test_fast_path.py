@@ -1,8 +1,8 @@
 """The fused record loops of ``source -> session / time-window aggregate -> toStream() -> to()``
 (issue 7) give the same output records, headers, metrics, drops, errors and store contents as the
-per-node path they replace (rules SA-1..SA-9, ST-6/ST-7 store expiry, TW-* time windows, T-12
-stream time, T-18 aggregate timestamps, KIP-1033 handler), record at a time (TopologyTestDriver)
-and per batch (the Spark host's ``processAll``).
+per-node path they replace (rules SA-1..SA-9, ST-6/ST-7 store expiry, T-18 time windows and
+their aggregate timestamps, T-12 stream time, DP-1 windowed partitioning, KIP-1033 handler),
+record at a time (TopologyTestDriver) and per batch (the Spark host's ``processAll``).
 
 The per-node path is forced by clearing the task's ``_fastPath``; each test first checks that
 the fused loop was really built for the topology, so a shape change cannot make it vacuous.
@@ -207,7 +207,7 @@ def timeTopology(size, advance, grace, kind, retention=None, keys="string"):
        kind=st.sampled_from(["count", "aggregate", "reduce"]), retention=st.sampled_from([None, 60, 150_000]),
        batch=st.sampled_from([1, 7, 1000]), keys=st.sampled_from(sorted(TIME_KEY_SERDES)))
 def test_fused_time_window_loop_equals_the_per_node_path(records, size, hop, grace, kind, retention, batch, keys):
-    """Tumbling and hopping windows: null keys, records too late for some or all of their windows
+    """T-18, tumbling and hopping windows: null keys, records too late for some or all of their windows
     (dropped per window and counted), aggregate timestamps (T-18: max of the window's records),
     headers, an aggregator failing on "x" under LogAndContinue (KIP-1033), retention expiry,
     partitions of the windowed key (DP-1); String, JSON and user-defined windowed key serdes."""
@@ -219,7 +219,7 @@ def test_fused_time_window_loop_equals_the_per_node_path(records, size, hop, gra
 
 
 def test_fused_time_window_loop_concrete_records_and_counters():
-    """Hopping windows of 10 ms every 5 ms, grace 0: "a"@7 updates [0,10) and [5,15) (two records
+    """T-18 by hand. Hopping windows of 10 ms every 5 ms, grace 0: "a"@7 updates [0,10) and [5,15) (two records
     at 7); "a"@12 updates [5,15) (count 2, timestamp 12) and opens [10,20); "b"@21 closes [5,15) and
     [10,20) for later records; the late "a"@14 is dropped for both its windows (counted twice)."""
     topo = timeTopology(10, 5, 0, "count")

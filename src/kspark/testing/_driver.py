@@ -290,8 +290,7 @@ class TopologyTestDriver:
             # the task's fused loop (one input partition, so no repartition records to route
             # back): with no punctuator scheduled and nothing to flush on commit, TTD-1's
             # process/punctuate/commit per record is processing every queued record
-            task.wallClockTime = self._wallClock
-            task._fastPath(None)
+            task.processAll(self._wallClock)
             self._routeProduced()
             return
         while task.process(self._wallClock):
