@@ -35,6 +35,7 @@ _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _tupleNew = tuple.__new__
 _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
+_VERSION_SCHEMA = StructType([StructField("version", StringType())])
 
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
 # write gets a fresh random version; a cached task is used only if its version is the one in
@@ -52,6 +53,9 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("task", _STATE_SCHEMA)
+        # The blob's version alone: a worker whose cached task is current skips reading the blob
+        # (Spark's state server pickles a value byte by byte on the way back to Python).
+        self.version = handle.getValueState("version", _VERSION_SCHEMA)
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         plan = self.plan
@@ -60,12 +64,13 @@ class TaskStatefulProcessor(StatefulProcessor):
         partition = plan["taskOfKey"][int(key[0])]
         taskId = f"{plan['subtopology'].id}_{partition}"
         cacheKey = (plan["applicationId"], taskId)
-        stored = self.state.get() if self.state.exists() else None
-        version = stored[0] if stored else None
+        versionRow = self.version.get()
+        version = versionRow[0] if versionRow else None
         cached = _LIVE_TASKS.get(cacheKey)
         if cached is not None and version is not None and cached[0] == version:
             task = cached[1]
         else:
+            stored = self.state.get()
             task = self._newTask(taskId, partition)
             if stored:
                 task.restore(pickle.loads(stored[1]))
@@ -99,6 +104,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         blob = pickle.dumps(task.checkpoint(), protocol=5)
         pickled = time.perf_counter()
         self.state.update((version, blob))
+        self.version.update((version,))
         _LIVE_TASKS[cacheKey] = (version, task)
         stored = time.perf_counter()
 
