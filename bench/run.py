@@ -31,7 +31,8 @@ Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (pr
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
 200,000), ``--only NAME,...`` (subset: p3,bytewax,nexmark,p1,p1-native,p2), ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
-local[2]). The default run takes about 2 minutes on a quiet 2-core machine; ``--scaling``
+local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
+as many rows per trigger). The default run takes about 2 minutes on a quiet 2-core machine; ``--scaling``
 and ``--cores`` about 5 more.
 """
 
@@ -58,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import inputs  # noqa: E402
 
 GAP = timedelta(minutes=30)
+BATCH_RECORDS = 200_000  # records per micro-batch of P1, P1-native and P2 (--batch-records)
 BYTEWAX_BATCH = 10_000  # items per source batch: Bytewax checks every live session key once per batch
 
 
@@ -317,12 +319,12 @@ def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
     def run():
         streams = KafkaStreams(sessionCountTopology("requests", "sessions", GAP), {
             "application.id": "bench-p1", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
-            "kspark.max.records.per.trigger": 200_000}, spark=spark)
+            "kspark.max.records.per.trigger": BATCH_RECORDS}, spark=spark)
         streams.start()
         streams.awaitTermination()
         streams.close()
         return n, {"updates_emitted": sum(topics.endOffsets("sessions").values()), "tasks": 4,
-                         "max_records_per_batch": 200_000}
+                   "max_records_per_batch": BATCH_RECORDS}
 
     return _report(f"P1 kspark session count on Spark local[{cores}]{label}", measured(run), cores)
 
@@ -333,7 +335,7 @@ def p1Native(df, work: Path, spark, cores: int) -> dict:
     src = work / "native-input"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
-    files = max(1, -(-len(df) // 200_000))  # 200K rows per micro-batch, as P1
+    files = max(1, -(-len(df) // BATCH_RECORDS))  # as many rows per micro-batch as P1
     size = -(-len(df) // files)
     for i, j in enumerate(range(0, len(df), size)):
         chunk = df.iloc[j:j + size]
@@ -348,7 +350,7 @@ def p1Native(df, work: Path, spark, cores: int) -> dict:
         q = (stream.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
         q.awaitTermination()
-        return len(df), {"note": "not Kafka Streams semantics: append only (final counts), global watermark"}
+        return len(df), {"max_records_per_batch": size, "note": "not Kafka Streams semantics: append only (final counts), global watermark"}
 
     return _report(f"P1-native Spark groupBy(session_window).count() append, local[{cores}]", measured(run), cores)
 
@@ -366,7 +368,7 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
     def run():
         streams = KafkaStreams(vs.buildTopology(), {
             "application.id": "bench-p2", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
-            "kspark.max.records.per.trigger": 200_000}, spark=spark)
+            "kspark.max.records.per.trigger": BATCH_RECORDS}, spark=spark)
         streams.start()
         streams.awaitTermination()
         streams.close()
@@ -374,7 +376,7 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
         counts = {t: sum(topics.endOffsets(t).values()) for t in inputTopics}
         return sum(counts.values()), {
             **counts,
-            "signals_emitted": sum(topics.endOffsets("signals").values()),
+            "signals_emitted": sum(topics.endOffsets("signals").values()), "max_records_per_batch": BATCH_RECORDS,
             "note": "two queries (valuations repartition, then join + dedup); JSON serde, ISO timestamp extractor"}
 
     return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]", measured(run), cores)
@@ -400,6 +402,7 @@ def session(cores: int):
 
 
 def main(argv=None) -> int:
+    global BATCH_RECORDS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="P1 and P1-native input records")
     parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
@@ -408,8 +411,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="p3,bytewax,nexmark,p1-native,p1,p2", help="comma-separated subset")
     parser.add_argument("--scaling", action="store_true", help="add P1 at 1M, 3M, 10M records (local[2])")
     parser.add_argument("--cores", action="store_true", help="add P1 at --records on local[1] and local[2]")
+    parser.add_argument("--batch-records", type=int, default=BATCH_RECORDS,
+                        help="records per micro-batch on Spark (P1 and P2: kspark.max.records.per.trigger; "
+                             "P1-native: rows per input file, one file per trigger)")
     parser.add_argument("--work", type=Path, default=Path("work/bench"))
     args = parser.parse_args(argv)
+    BATCH_RECORDS = args.batch_records
     only = {x.strip() for x in args.only.split(",")}
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
