@@ -8,14 +8,16 @@ The per-node path is forced by clearing the task's ``_fastPath``; each test firs
 the fused loop was really built for the topology, so a shape change cannot make it vacuous.
 """
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark import (Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, TimeWindows,
-                    WindowedSerdes)
+from kspark import (Consumed, FailOnInvalidTimestamp, LogAndContinueExceptionHandler, LogAndFailExceptionHandler,
+                    LogAndSkipOnInvalidTimestamp, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder,
+                    TimeWindows, WindowedSerdes)
 from kspark.state import SessionStore
 from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
@@ -232,3 +234,124 @@ def test_fused_time_window_loop_concrete_records_and_counters():
         ("b", 15, 25, 1, 21), ("b", 20, 30, 1, 21)]
     reasons = {m.tag("reason"): v for m, v in metrics.items() if m.group == "kspark-dropped-records"}
     assert reasons == {"expired window": 2}
+
+
+# ---------------------------------------------------------------- column-at-a-time session count runs
+@contextmanager
+def runsOf(minRun, maxRun):
+    """The session-count runs (``session_count_batch``) with other run sizes; (None, None): off."""
+    from kspark.dsl._internals import session_count_batch as batches
+
+    saved = batches.MIN_RUN, batches.MAX_RUN, batches.SCALAR_AFTER_SHORT_RUN
+    if minRun is None:
+        batches.MIN_RUN = 1 << 62
+    else:
+        batches.MIN_RUN, batches.MAX_RUN, batches.SCALAR_AFTER_SHORT_RUN = minRun, maxRun, 3
+    try:
+        yield
+    finally:
+        batches.MIN_RUN, batches.MAX_RUN, batches.SCALAR_AFTER_SHORT_RUN = saved
+
+
+def rawBatches(raws, topo, batch, config=None, onTask=None):
+    """``onBatches`` on raw records (serialized key, serialized value, timestamp, headers), with the
+    whole task checkpoint (store segments and observed time, stream and partition times, node
+    states, records left) besides outputs and counters."""
+    config = StreamsConfig({"application.id": "fast-path",
+                            "processing.exception.handler": LogAndContinueProcessingExceptionHandler,
+                            "default.deserialization.exception.handler": LogAndContinueExceptionHandler,
+                            "default.timestamp.extractor": LogAndSkipOnInvalidTimestamp(), **(config or {})})
+    task = StreamTask("0_0", topo.subtopologies()[0], topo.storeBuilders(), config, 0, lambda t: t, lambda t: 3)
+    task.initialize()
+    assert task._fastPath.__qualname__.startswith("batchRunner")  # the session-count runs were built
+    if onTask is not None:
+        onTask(task)
+    out = []
+    records = [RawRecord(n, ts, k, v, headers, ts if ts >= 0 else None) for n, (k, v, ts, headers) in enumerate(raws)]
+    for i in range(0, len(records), batch):
+        task.addRecords("in", records[i:i + batch], lag=0)
+        task.processAll(0)
+        task.commit()
+        out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in task.drainProduced()]
+    return out, task.metrics.all(), task.checkpoint()
+
+
+@st.composite
+def rawInputs(draw):
+    """Mostly in-order records per key (long runs) with, at a drawn rate, disorder, null keys, a key
+    and a value that are not UTF-8, negative timestamps; duplicate timestamps, sessions across a segment
+    boundary, gaps past the 60 s segment."""
+    rare = draw(st.sampled_from([0, 1, 3]))  # problems per 40 records, roughly
+    keys = [b"a", b"b", b"c", b"d", b"e"] * 8 + [None, b"\xff"] * rare
+    steps = [0, 1, 2, 3, 5, 9, 20, 45, 1, 2, 3, 1, 0, 2] * 3 + [70_000] + [-3, -6, -25] * rare
+    records = draw(st.lists(st.tuples(st.sampled_from(keys), st.sampled_from(steps),
+                                      st.sampled_from([b"v", b"v", b"v", None] * 10 + [b"\xff"] * rare),
+                                      st.sampled_from([(), (), (("h", b"1"),)]),
+                                      st.sampled_from([False] * 40 + [True] * rare)), min_size=30, max_size=200))
+    ts, out = draw(st.sampled_from([200, 59_990])), []  # or just before a segment boundary
+    for key, step, value, headers, invalid in records:
+        ts = max(0, ts + step)
+        out.append((key, value, -1 if invalid else ts, headers))
+    return out
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(raws=rawInputs(), gap=st.integers(1, 25), grace=st.integers(0, 30), retention=st.sampled_from([None, 150_000]),
+       batch=st.sampled_from([5, 40, 1000]), runs=st.sampled_from([(1, 1000), (2, 7), (1, 3)]))
+def test_session_count_runs_equal_the_scalar_loop(raws, gap, grace, retention, batch, runs):
+    """The vectorised session-count runs against the scalar fused loop: same records, partitions,
+    headers, counters and whole task checkpoint (SA-1..SA-9, SA-12, ST-6 store expiry,
+    T-9..T-12 times, T-3 invalid timestamps skipped, undecodable keys skipped)."""
+    b = StreamsBuilder()
+    windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
+    materialized = uncached("count", retention and max(retention, gap + grace))[0]
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().windowedBy(windows)
+     .count(materialized=materialized.withCachingDisabled())
+     .toStream().to("out", Produced.with_(KEY_SERDE, Serdes.Long())))
+    topo = b.build()
+    with runsOf(*runs):
+        vectorised = rawBatches(raws, topo, batch)
+    with runsOf(None, None):
+        scalar = rawBatches(raws, topo, batch)
+    assert vectorised == scalar
+
+
+def test_session_count_runs_concrete_records():
+    """SA-4/SA-5/SA-12 by hand through one vectorised run: "a"@10, "b"@11, "a"@12 (merges [10,10]:
+    tombstone at 10, [10,12]=2 at 12), "a"@12 again (tombstone of [10,12], [10,12]=3), "a"@30
+    (gap 5 exceeded: new [30,30]=1), "b"@14 (merges [11,11])."""
+    raws = [(b"a", None, 10, ()), (b"b", None, 11, ()), (b"a", None, 12, ()), (b"a", None, 12, ()),
+            (b"a", None, 30, ()), (b"b", None, 14, ())]
+    topo = topology(5, 100, "count")
+    with runsOf(1, 1000):
+        out, metrics, checkpoint = rawBatches(raws, topo, 1000)
+    long = Serdes.Long()
+    decoded = [(KEY_SERDE.deserialize("out", k), None if v is None else long.deserialize("out", v), ts)
+               for k, v, ts, _, _ in out]
+    assert [(w.key(), w.window().start(), w.window().end(), v, ts) for w, v, ts in decoded] == [
+        ("a", 10, 10, 1, 10), ("b", 11, 11, 1, 11), ("a", 10, 10, None, 10), ("a", 10, 12, 2, 12),
+        ("a", 10, 12, None, 12), ("a", 10, 12, 3, 12), ("a", 30, 30, 1, 30), ("b", 11, 11, None, 11),
+        ("b", 11, 14, 2, 14)]
+    sessions = checkpoint["stores"]["s"]["sessions"]
+    assert sessions == {b"a": [(12, 10, "a", 3), (30, 30, "a", 1)], b"b": [(14, 11, "b", 2)]}
+    assert checkpoint["stores"]["s"]["observed"] == 30 and checkpoint["streamTime"] == 30
+
+
+@pytest.mark.parametrize("bad", ["timestamp", "key", "value"])
+def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
+    """T-3 (FailOnInvalidTimestamp) and LogAndFail deserialization: the queue reads record 3 when
+    it polls record 2, so the task fails with records 0 and 1 processed and 2 not, in a run as in
+    the scalar loop."""
+    raws = [(b"a", b"v", 10, ()), (b"b", b"v", 11, ()), (b"a", b"v", 12, ()),
+            (b"\xff" if bad == "key" else b"c", b"\xff" if bad == "value" else b"v", -1 if bad == "timestamp" else 13, ()),
+            (b"a", b"v", 14, ())]
+    config = {"default.deserialization.exception.handler": LogAndFailExceptionHandler,
+              "default.timestamp.extractor": FailOnInvalidTimestamp()}
+    results = []
+    for runs in ((1, 1000), (None, None)):
+        with runsOf(*runs), pytest.raises(StreamsException):
+            rawBatches(raws, topology(5, 100, "count"), 1000, config, results.append)
+    vectorised, scalar = results
+    assert [r.key[:1] for r in vectorised.produced] == [b"a", b"b"]
+    assert vectorised.produced == scalar.produced
+    assert vectorised.stores["s"].snapshot() == scalar.stores["s"].snapshot()

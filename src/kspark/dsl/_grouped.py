@@ -202,12 +202,14 @@ class SessionWindowedKStream:
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per session (SA-12: initializer 0, aggregator +1, merger a + b)."""
+        from ._internals.session_count_batch import countAggregator, countInitializer, countMerger
+
         _burnForCount(self._grouped._stream._builder, materialized)
         materialized = materialized or Materialized()
         if materialized.valueSerde is None:
             materialized = materialized.withValueSerde(Serdes.Long())
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
-                               lambda: 0, lambda k, v, agg: agg + 1, lambda k, a, b: a + b)
+                               countInitializer, countAggregator, countMerger)
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
         """``reducer(aggregate, value)`` per session; merging sessions applies the reducer in store

@@ -11,6 +11,7 @@ from ...processor import ContextualProcessor, Record, RecordMetadata
 from ...state import ValueAndTimestamp
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
+from .session_count_batch import batchRunner
 
 log = logging.getLogger("kspark.dsl")
 
@@ -722,7 +723,8 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
         put(end, kb, start, key, value)
         emit(key, start, end, value, end, headers, innerBytes)
 
-    return _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, _SessionWindowedSerde, _SessionWindow, body)
+    scalar = _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, _SessionWindowedSerde, _SessionWindow, body)
+    return batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar) or scalar
 
 
 def _timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStream, sinkNode, queue):

@@ -1,0 +1,274 @@
+"""Column-at-a-time runs of the fused session-count loop (issue 7).
+
+A DSL session ``count()`` (SA-12: initializer 0, aggregator +1, merger a + b) of String keys,
+uncached, written by ``toStream().to()`` with the session-windowed String serde and Long values,
+reads many queued records per call on the Spark host (a micro-batch) and in
+``TestInputTopic.pipeRecordList``. For the common case -- each key's records in timestamp order,
+nothing late -- the per-record steps of ``KStreamSessionWindowAggregate`` (SA-1..SA-9) reduce to
+arithmetic on arrays, done here with numpy over a run of records:
+
+- record ``i`` (key ``k``, timestamp ``t``) can merge only with ``k``'s latest session, ending
+  at ``p`` (the previous record of ``k`` in the run, or the store's latest session of ``k``); it
+  merges when that session is visible and within the gap: ``p >= max(t - gap, lowest)``, where
+  ``lowest = observed - retention + 1`` and ``observed`` is the store's max session end before
+  ``i`` (ST-6/ST-7);
+- a merge forwards a tombstone for ``[start, p]`` (timestamp ``p``) unless the session was the
+  single point ``[t, t]``, then ``[start, t]`` with the count so far (timestamp ``t``); no merge
+  forwards ``[t, t]`` = 1 (SA-5).
+
+A run stops before the first record that needs more than that: a null key, a key or value that
+does not deserialize, an invalid timestamp (these three one record earlier, as the queue reads a
+record when it polls the one before), a record out of timestamp order for its key, a second
+visible candidate session or a late record (SA-6). (A record that is not late never meets an
+expired segment: ``t >= streamTime - gap - grace >= observed - retention``, ST-6.) That record and a few after it take the scalar fused loop (``_sessionFastPath``), which handles
+everything; then runs resume. Outputs, store contents (sessions, segment index, observed time,
+purges), stream times, partition times and counters are the scalar loop's, which
+``tests/unit/test_fast_path.py`` checks on generated input.
+"""
+
+from __future__ import annotations
+
+from itertools import islice, repeat
+
+import numpy as np
+
+# Fewer queued records than this: the scalar loop (a run's fixed cost is ~0.3 ms).
+MIN_RUN = 64
+# Records looked at per run (numpy arrays of this length).
+MAX_RUN = 1 << 16
+# After a run stopped early, records handed to the scalar loop before the next run is tried.
+SCALAR_AFTER_SHORT_RUN = 256
+
+_NONE = np.iinfo(np.int64).min // 4  # "no session" end (below any lowest visible end)
+
+
+def countInitializer() -> int:
+    return 0
+
+
+def countAggregator(key, value, aggregate: int) -> int:
+    return aggregate + 1
+
+
+def countMerger(key, aggregate1: int, aggregate2: int) -> int:
+    return aggregate1 + aggregate2
+
+
+def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
+    """``run(limit)`` that processes long queues in vectorised runs and the rest with ``scalar``,
+    or None when ``agg``'s topology is not a String-keyed session count into the built-in
+    session-windowed String serde with Long values and a built-in timestamp extractor."""
+    from ...runtime.partitioner import partitionForKey
+    from ...runtime.stream_task import ProducedRecord
+    from ...serialization import (_ByteArraySerde, _JsonSerde, _LongSerde, _PickleSerde, _StringSerde,
+                                  _StructSerde)
+    from .._windows import _SessionWindowedSerde
+
+    store, sink = agg.store, sinkNode.sink
+    if (agg.initializer is not countInitializer or agg.aggregator is not countAggregator
+            or agg.merger is not countMerger):
+        return None
+    if type(sink.keySerde) is not _SessionWindowedSerde or type(sink.keySerde.inner) is not _StringSerde:
+        return None
+    if (type(store._keySerde) is not _StringSerde or type(queue._keySerde) is not _StringSerde
+            or type(sink.valueSerde) is not _LongSerde or not queue.extractsMetadataTimestamp()
+            or not store._persistent):  # the DSL's session stores are persistent (ST-6)
+        return None
+    valueSerde = queue._valueSerde
+    valueDeserialize = valueSerde.deserialize
+    # built-in deserializers return None for null data: null values need no call
+    nullSafe = isinstance(valueSerde, (_StringSerde, _StructSerde, _ByteArraySerde, _JsonSerde, _PickleSerde))
+    pg, meta, topic = task.partitionGroup, agg.meta, queue.topic
+    gap, grace = agg._gap, agg._grace
+    retention, interval = store._retentionMs, store._segmentInterval
+    sinkTopic, produced = sink.topic, sink._produced
+
+    def consumed(n: int, tMax: int) -> None:
+        """Take ``n`` records off the queue as ``n`` polls would (T-9..T-12)."""
+        raw = queue._raw
+        for _ in range(n - 1):
+            raw.popleft()
+        if tMax > queue.partitionTime:
+            queue.partitionTime = tMax
+        if tMax > pg.streamTime:
+            pg.streamTime = tMax
+        queue.head = queue._headRaw = None
+        queue._updateHead()
+
+    def vectorised(limit: int) -> tuple[int, bool]:
+        """Process the longest simple run among the next ``limit`` queued records; returns
+        (records processed, whether the run stopped before a record that needs the scalar loop)."""
+        raws = [queue._headRaw]
+        raws.extend(islice(queue._raw, limit - 1))
+        n = len(raws)
+        stop = n  # records before the first one that needs the scalar loop
+        # -- raw-level checks: a problem at j is met when record j - 1 is polled
+        index: dict = {}
+        codes = [index.setdefault(r[2], len(index)) for r in raws]
+        distinct = list(index)
+        keys = []
+        for code, kb in enumerate(distinct):
+            try:
+                key = None if kb is None else bytes(kb).decode("utf-8")
+            except UnicodeDecodeError:
+                key = False
+            keys.append(key)
+        codeArr = np.fromiter(codes, np.int64, n)
+        badKeyCode = np.fromiter((k is None or k is False for k in keys), bool, len(keys))
+        undecodable = np.fromiter((k is False for k in keys), bool, len(keys))
+        if undecodable.any():
+            stop = min(stop, max(0, int(np.argmax(undecodable[codeArr])) - 1))
+        if badKeyCode.any():  # null keys: the per-node path (SA-1)
+            stop = min(stop, int(np.argmax(badKeyCode[codeArr])))
+        t = np.fromiter((r[1] if r[5] is None else r[5] for r in raws), np.int64, n)
+        if (t < 0).any():
+            stop = min(stop, max(0, int(np.argmax(t < 0)) - 1))
+        for j in range(1, stop + 1 if stop < n else n):
+            v = raws[j][3]
+            if v is None and nullSafe:
+                continue
+            try:
+                valueDeserialize(topic, v)
+            except Exception:
+                stop = min(stop, j - 1)
+                break
+        if stop == 0:
+            return 0, True
+        t, codeArr = t[:stop], codeArr[:stop]
+        # -- the run's semantics, records in key order (stable: record order within a key)
+        observed0 = store._observed
+        cummax = np.maximum.accumulate(t)
+        closeTime = np.maximum(meta["observedStreamTime"], cummax) - grace - gap
+        observed = np.empty(stop, np.int64)  # the store's observed time before each record
+        observed[0] = observed0
+        np.maximum(observed0, cummax[:-1], out=observed[1:])
+        earliest = np.maximum(t - gap, observed - retention + 1)  # visible and within the gap
+
+        present = np.flatnonzero(np.bincount(codeArr, minlength=len(distinct)))
+        lastEnd = np.full(len(distinct), _NONE, np.int64)
+        lastStart = np.zeros(len(distinct), np.int64)
+        lastCount = np.zeros(len(distinct), np.int64)
+        secondEnd = np.full(len(distinct), _NONE, np.int64)
+        sessionsOf = store._sessions
+        for code in present.tolist():
+            sessions = sessionsOf.get(distinct[code])
+            if sessions:
+                lastEnd[code], lastStart[code], _, lastCount[code] = sessions[-1]
+                if len(sessions) > 1:
+                    secondEnd[code] = sessions[-2][0]
+
+        order = np.argsort(codeArr, kind="stable")
+        c, ts = codeArr[order], t[order]
+        first = np.ones(stop, bool)
+        first[1:] = c[1:] != c[:-1]
+        prevEnd = np.empty(stop, np.int64)
+        prevEnd[1:] = ts[:-1]
+        prevEnd[first] = lastEnd[c[first]]
+        hasPrev = prevEnd != _NONE
+        early = earliest[order]
+        merged = hasPrev & (prevEnd >= early)
+        bad = ((hasPrev & (ts < prevEnd)) | (first & (secondEnd[c] >= early))
+               | (ts < closeTime[order]))
+        if bad.any():
+            stop = int(order[bad].min())
+            if stop == 0:
+                return 0, True
+            keep = order < stop
+            order, c, ts, first, prevEnd, merged = (a[keep] for a in (order, c, ts, first, prevEnd, merged))
+            t, codeArr = t[:stop], codeArr[:stop]
+        m = stop
+        # -- sessions: a new one at each key's first record and at each record that did not merge
+        opens = first | ~merged
+        group = np.cumsum(opens) - 1
+        heads = np.flatnonzero(opens)
+        fromStore = merged[heads]  # the key's first record merged the store's latest session
+        headCodes = c[heads]
+        groupStart = np.where(fromStore, lastStart[headCodes], ts[heads])
+        groupBase = np.where(fromStore, lastCount[headCodes], 0)
+        start = groupStart[group]
+        count = groupBase[group] + (np.arange(m) - heads[group]) + 1
+        tomb = merged & (start != ts)
+        # -- outputs in record order: [tombstone of the merged session,] the updated session
+        rec = np.empty(m, np.int64)
+        rec[order] = np.arange(m)  # position in key order of each record
+        tombRec = tomb[rec]
+        slot = np.arange(m) + np.cumsum(tombRec)  # the update's output position
+        total = m + int(tombRec.sum())
+        outCode = np.empty(total, np.int64)
+        outStart = np.empty(total, np.int64)
+        outEnd = np.empty(total, np.int64)
+        outCount = np.empty(total, np.int64)
+        outRecord = np.empty(total, np.int64)
+        startRec, countRec, codeRec = start[rec], count[rec], c[rec]
+        outCode[slot], outStart[slot], outEnd[slot], outCount[slot], outRecord[slot] = (
+            codeRec, startRec, t, countRec, np.arange(m))
+        tombSlot = slot[tombRec] - 1
+        outCode[tombSlot], outStart[tombSlot], outEnd[tombSlot] = codeRec[tombRec], startRec[tombRec], prevEnd[rec][tombRec]
+        outRecord[tombSlot] = np.flatnonzero(tombRec)
+        suffix = np.empty((total, 2), ">i8")  # SessionKeySchema: key + end + start
+        suffix[:, 0], suffix[:, 1] = outEnd, outStart
+        suffixBytes = suffix.tobytes()
+        countBytes = outCount.astype(">i8").tobytes()
+        keyBytes = [kb + suffixBytes[i:i + 16]
+                    for kb, i in zip(map(distinct.__getitem__, outCode.tolist()), range(0, 16 * total, 16))]
+        values = [countBytes[i:i + 8] for i in range(0, 8 * total, 8)]
+        for i in tombSlot.tolist():
+            values[i] = None
+        partitions = sink._n if sink._n is not None else sink.numPartitions()
+        if partitions == 1:
+            partitionCol = repeat(0, total)
+        else:
+            partitionOf = np.zeros(len(distinct), np.int64)
+            for code in present.tolist():
+                partitionOf[code] = partitionForKey(distinct[code], partitions)
+            partitionCol = partitionOf[outCode].tolist()
+        headers = [tuple(r[4]) if r[4] else () for r in raws[:m]]
+        produced.extend(map(tuple.__new__, repeat(ProducedRecord), zip(
+            repeat(sinkTopic, total), partitionCol, outEnd.tolist(), keyBytes, values,
+            map(headers.__getitem__, outRecord.tolist()))))
+        # -- the store: each session's last state; every put's segment indexed (ST-6)
+        headKeys = headCodes.tolist()
+        lastOfGroup = np.append(heads[1:], m) - 1
+        for code, merges, s, e, n_ in zip(headKeys, fromStore.tolist(), groupStart.tolist(),
+                                          ts[lastOfGroup].tolist(), count[lastOfGroup].tolist()):
+            kb = distinct[code]
+            if merges:
+                store._delete(int(lastEnd[code]), kb, int(lastStart[code]))
+            store._store(e, kb, s, keys[code], n_)
+        segmentKeys = np.unique((ts // interval) * len(distinct) + c)
+        segments = store._segments
+        for segment, code in zip((segmentKeys // len(distinct)).tolist(), (segmentKeys % len(distinct)).tolist()):
+            keySet = segments.get(segment)
+            if keySet is None:
+                segments[segment] = {distinct[code]}
+            else:
+                keySet.add(distinct[code])
+        tMax = int(cummax[m - 1])
+        if tMax > store._observed:
+            store._observed = tMax
+        bound = store._observed - retention
+        if bound // interval > store._purgedBelow:
+            store._purge(bound // interval)
+        if tMax > meta["observedStreamTime"]:
+            meta["observedStreamTime"] = tMax
+        source.processed += m
+        node.processed += m
+        toStream.processed += total
+        sinkNode.processed += total
+        consumed(m, tMax)
+        return m, m < n
+
+    def run(limit: int | None) -> int:
+        if limit is not None:
+            return scalar(limit)
+        done = 0
+        while queue.head is not None:
+            if len(queue._raw) + 1 < MIN_RUN:
+                return done + scalar(None)
+            n, stopped = vectorised(MAX_RUN)
+            done += n
+            if stopped and queue.head is not None:
+                done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
+        return done
+
+    return run
