@@ -352,6 +352,7 @@ def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
         with runsOf(*runs), pytest.raises(StreamsException):
             rawBatches(raws, topology(5, 100, "count"), 1000, config, results.append)
     vectorised, scalar = results
-    assert [r.key[:1] for r in vectorised.produced] == [b"a", b"b"]
-    assert vectorised.produced == scalar.produced
+    produced = vectorised.drainProduced()
+    assert [r.key[:1] for r in produced] == [b"a", b"b"]
+    assert produced == scalar.drainProduced()
     assert vectorised.stores["s"].snapshot() == scalar.stores["s"].snapshot()

@@ -23,7 +23,7 @@ from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
 
-__all__ = ["ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
+__all__ = ["ProducedColumns", "ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
 
 log = logging.getLogger("kspark.runtime")
 
@@ -39,6 +39,27 @@ class ProducedRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple
+
+
+class ProducedColumns(NamedTuple):
+    """Consecutive records a sink wrote to one topic, as columns (written by column-at-a-time
+    loops such as ``session_count_batch``): ``partitions`` and ``timestamps`` (ms) are int64 numpy
+    arrays, ``keys`` and ``values`` pyarrow binary arrays (null = None), ``headers`` a list of
+    tuples or None when every record has none."""
+
+    topic: str
+    partitions: Any
+    timestamps: Any
+    keys: Any
+    values: Any
+    headers: list | None
+
+    def records(self) -> list[ProducedRecord]:
+        n = len(self.timestamps)
+        headers = self.headers if self.headers is not None else [()] * n
+        return list(map(_tupleNew, [ProducedRecord] * n, zip(
+            [self.topic] * n, self.partitions.tolist(), self.timestamps.tolist(), self.keys.to_pylist(),
+            self.values.to_pylist(), headers)))
 
 
 def encodeHeaders(headers: tuple) -> bytes | None:
@@ -581,6 +602,17 @@ class StreamTask:
                 context.currentNode = None
 
     def drainProduced(self) -> list[ProducedRecord]:
+        """The records written since the last drain, in order, as ``ProducedRecord`` tuples."""
+        out = []
+        for r in self.drainProducedChunks():
+            if type(r) is ProducedColumns:
+                out += r.records()
+            else:
+                out.append(r)
+        return out
+
+    def drainProducedChunks(self) -> list:
+        """As ``drainProduced``, with records written as columns kept as ``ProducedColumns``."""
         out = self.produced[:]
         self.produced.clear()
         return out

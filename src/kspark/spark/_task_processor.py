@@ -24,7 +24,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecord
-from ..runtime.stream_task import StreamTask, decodeHeaders, encodeHeaders
+from ..runtime.stream_task import ProducedColumns, StreamTask, decodeHeaders, encodeHeaders
 from ..topics import RECORD_SCHEMA
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
 
@@ -95,7 +95,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         task.processAll(now)  # stream-time punctuation after every record, as in the driver
         task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
         task.commit()  # a micro-batch is a commit: the DSL record caches flush here
-        produced = task.drainProduced()
+        produced = task.drainProducedChunks()
         metrics = task.metrics.encoded()
         task.metrics.clear()
 
@@ -113,7 +113,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
                     "task": taskId, "pid": os.getpid(), "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
-                    "rows": inputRows, "produced": len(produced), "stateBytes": len(blob),
+                    "rows": inputRows, "produced": sum(len(r.timestamps) if type(r) is ProducedColumns else 1 for r in produced), "stateBytes": len(blob),
                     "inputSeconds": round(converted - started, 4), "processSeconds": round(processed - converted, 4),
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
@@ -154,31 +154,26 @@ def _rawRecords(tables: list[pa.Table], firstOffsets: list[int], extractsMetadat
 
 
 def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:
-    """One sink chunk row per (topic, partition) run of ``produced`` (records in produced order per
-    topic-partition), then the metrics row."""
+    """One sink chunk row per (topic, partition) run of ``produced`` (``ProducedRecord`` tuples and
+    ``ProducedColumns``; records in produced order per topic-partition), then the metrics row."""
     topics: list = []
     partitions: list = []
     blobs: list = []
     if produced:
-        # one list per column (zip(*produced) would build six huge tuples and set off the GC)
-        topicCol, partitionCol, tsCol, keyCol, valueCol, headerCol = (list(map(itemgetter(i), produced)) for i in range(6))
-        headerCol = [encodeHeaders(h) for h in headerCol] if any(headerCol) else [None] * len(produced)
-        table = pa.table([pa.array(tsCol, pa.int64()), pa.array(keyCol, pa.binary()), pa.array(valueCol, pa.binary()),
-                          pa.array(headerCol, pa.binary())], schema=RECORD_SCHEMA)
+        topicIndex: dict[str, int] = {}
+        parts = [_columnsOf(run, topicIndex) for run in _runs(produced)]
+        table = pa.concat_tables([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+        topicCodes = np.concatenate([p[1] for p in parts])
+        partitionCodes = np.concatenate([p[2] for p in parts])
+        topicNames = list(topicIndex)
         # (topic, partition) pairs coded in numpy: topic index * (max partition + 1) + partition
-        topicCodes = pa.array(topicCol, pa.string()).dictionary_encode()
-        partitionArray = pa.array(partitionCol, pa.int64())
-        if partitionArray.null_count:
-            raise ValueError("A produced record has a topic but a null partition")
-        partitionCodes = partitionArray.to_numpy()
         width = int(partitionCodes.max()) + 1
-        codes = topicCodes.indices.to_numpy().astype(np.int64) * width + partitionCodes
+        codes = topicCodes * width + partitionCodes
         distinct, first = np.unique(codes, return_index=True)
         for code in distinct[np.argsort(first, kind="stable")].tolist():  # order of first appearance
             part = table if len(distinct) == 1 else table.take(pa.array(np.flatnonzero(codes == code)))
-            topic = topicCodes.dictionary[code // width].as_py()
             for chunk in chunkTable(part):
-                topics.append(topic)
+                topics.append(topicNames[code // width])
                 partitions.append(code % width)
                 blobs.append(encodeChunk(chunk))
     n = len(blobs)
@@ -191,3 +186,38 @@ def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:
         },
         columns=_OUTPUT_COLUMNS,
     )
+
+
+def _runs(produced: list) -> list:
+    """``produced`` as a list of ``ProducedColumns`` and lists of consecutive ``ProducedRecord``s."""
+    runs: list = []
+    for r in produced:
+        if type(r) is ProducedColumns:
+            runs.append(r)
+        elif runs and type(runs[-1]) is list:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return runs
+
+
+def _columnsOf(run, topicIndex: dict[str, int]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """(records as a ``RECORD_SCHEMA`` table, topic index per record, partition per record) of a
+    run; ``topicIndex`` numbers the topics in order of appearance."""
+    if type(run) is ProducedColumns:
+        n = len(run.timestamps)
+        headers = (pa.array([encodeHeaders(h) for h in run.headers], pa.binary()) if run.headers is not None
+                   and any(run.headers) else pa.nulls(n, pa.binary()))
+        table = pa.table([pa.array(run.timestamps, pa.int64()), run.keys, run.values, headers], schema=RECORD_SCHEMA)
+        return (table, np.full(n, topicIndex.setdefault(run.topic, len(topicIndex)), np.int64),
+                np.asarray(run.partitions, np.int64))
+    # one list per column (zip(*run) would build six huge tuples and set off the GC)
+    topicCol, partitionCol, tsCol, keyCol, valueCol, headerCol = (list(map(itemgetter(i), run)) for i in range(6))
+    headerCol = [encodeHeaders(h) for h in headerCol] if any(headerCol) else [None] * len(run)
+    table = pa.table([pa.array(tsCol, pa.int64()), pa.array(keyCol, pa.binary()), pa.array(valueCol, pa.binary()),
+                      pa.array(headerCol, pa.binary())], schema=RECORD_SCHEMA)
+    partitionArray = pa.array(partitionCol, pa.int64())
+    if partitionArray.null_count:
+        raise ValueError("A produced record has a topic but a null partition")
+    topicCodes = np.fromiter((topicIndex.setdefault(t, len(topicIndex)) for t in topicCol), np.int64, len(run))
+    return table, topicCodes, partitionArray.to_numpy()

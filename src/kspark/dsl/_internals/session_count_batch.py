@@ -28,9 +28,11 @@ purges), stream times, partition times and counters are the scalar loop's, which
 
 from __future__ import annotations
 
-from itertools import islice, repeat
+from itertools import islice
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # Fewer queued records than this: the scalar loop (a run's fixed cost is ~0.3 ms).
 MIN_RUN = 64
@@ -40,6 +42,7 @@ MAX_RUN = 1 << 16
 SCALAR_AFTER_SHORT_RUN = 256
 
 _NONE = np.iinfo(np.int64).min // 4  # "no session" end (below any lowest visible end)
+_SUFFIX, _LONG = pa.binary(16), pa.binary(8)
 
 
 def countInitializer() -> int:
@@ -59,7 +62,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     or None when ``agg``'s topology is not a String-keyed session count into the built-in
     session-windowed String serde with Long values and a built-in timestamp extractor."""
     from ...runtime.partitioner import partitionForKey
-    from ...runtime.stream_task import ProducedRecord
+    from ...runtime.stream_task import ProducedColumns
     from ...serialization import (_ByteArraySerde, _JsonSerde, _LongSerde, _PickleSerde, _StringSerde,
                                   _StructSerde)
     from .._windows import _SessionWindowedSerde
@@ -197,7 +200,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         outCode = np.empty(total, np.int64)
         outStart = np.empty(total, np.int64)
         outEnd = np.empty(total, np.int64)
-        outCount = np.empty(total, np.int64)
+        outCount = np.zeros(total, np.int64)
         outRecord = np.empty(total, np.int64)
         startRec, countRec, codeRec = start[rec], count[rec], c[rec]
         outCode[slot], outStart[slot], outEnd[slot], outCount[slot], outRecord[slot] = (
@@ -207,25 +210,26 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         outRecord[tombSlot] = np.flatnonzero(tombRec)
         suffix = np.empty((total, 2), ">i8")  # SessionKeySchema: key + end + start
         suffix[:, 0], suffix[:, 1] = outEnd, outStart
-        suffixBytes = suffix.tobytes()
-        countBytes = outCount.astype(">i8").tobytes()
-        keyBytes = [kb + suffixBytes[i:i + 16]
-                    for kb, i in zip(map(distinct.__getitem__, outCode.tolist()), range(0, 16 * total, 16))]
-        values = [countBytes[i:i + 8] for i in range(0, 8 * total, 8)]
-        for i in tombSlot.tolist():
-            values[i] = None
+        keyBytes = pc.binary_join_element_wise(
+            pa.array(distinct, pa.binary()).take(outCode),
+            pa.FixedSizeBinaryArray.from_buffers(_SUFFIX, total, [None, pa.py_buffer(suffix)]).cast(pa.binary()), b"")
+        isUpdate = np.ones(total, bool)
+        isUpdate[tombSlot] = False
+        values = pa.FixedSizeBinaryArray.from_buffers(_LONG, total, [
+            pa.array(isUpdate).buffers()[1], pa.py_buffer(outCount.astype(">i8"))]).cast(pa.binary())
         partitions = sink._n if sink._n is not None else sink.numPartitions()
         if partitions == 1:
-            partitionCol = repeat(0, total)
+            partitionCol = np.zeros(total, np.int64)
         else:
             partitionOf = np.zeros(len(distinct), np.int64)
             for code in present.tolist():
                 partitionOf[code] = partitionForKey(distinct[code], partitions)
-            partitionCol = partitionOf[outCode].tolist()
-        headers = [tuple(r[4]) if r[4] else () for r in raws[:m]]
-        produced.extend(map(tuple.__new__, repeat(ProducedRecord), zip(
-            repeat(sinkTopic, total), partitionCol, outEnd.tolist(), keyBytes, values,
-            map(headers.__getitem__, outRecord.tolist()))))
+            partitionCol = partitionOf[outCode]
+        headers = None
+        if any(r[4] for r in raws[:m]):
+            recordHeaders = [tuple(r[4]) if r[4] else () for r in raws[:m]]
+            headers = list(map(recordHeaders.__getitem__, outRecord.tolist()))
+        produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, headers))
         # -- the store: each session's last state; every put's segment indexed (ST-6)
         headKeys = headCodes.tolist()
         lastOfGroup = np.append(heads[1:], m) - 1
