@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from ..errors import StreamsException
@@ -11,11 +12,12 @@ from ..processor import ConsumerRecord, TimestampExtractor
 from ..serialization import Serde
 from .metrics import Metrics
 
-__all__ = ["PartitionGroup", "RawRecord", "RecordQueue", "StampedRecord"]
+__all__ = ["PartitionGroup", "RawRecord", "RawRecordColumns", "RecordQueue", "StampedRecord"]
 
 log = logging.getLogger("kspark.runtime")
 
 _tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
+MATERIALIZE_ROWS = 1024  # column rows converted to RawRecord tuples at a time
 
 
 class RawRecord(NamedTuple):
@@ -27,6 +29,34 @@ class RawRecord(NamedTuple):
     value: bytes | None
     headers: tuple = ()
     extracted: int | None = None  # the timestamp a host already extracted in bulk (built-in extractors)
+
+
+class RawRecordColumns:
+    """Consecutive raw records of one partition as columns (a host's batch, kept unconverted until
+    processed): ``offsets`` and ``timestamps`` (ms) int64 numpy arrays, ``keys``, ``values`` and
+    ``headers`` (encoded as ``encodeHeaders`` does) pyarrow binary arrays; ``bulk``: the
+    timestamps are the records' extracted timestamps (a built-in extractor, all >= 0, rule T-3).
+    ``rawRecords(start, stop)`` gives rows as ``RawRecord`` tuples."""
+
+    __slots__ = ("offsets", "timestamps", "keys", "values", "headers", "bulk")
+
+    def __init__(self, offsets, timestamps, keys, values, headers, bulk: bool) -> None:
+        self.offsets, self.timestamps, self.keys, self.values, self.headers = offsets, timestamps, keys, values, headers
+        self.bulk = bulk
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def rawRecords(self, start: int, stop: int) -> list[RawRecord]:
+        from .stream_task import decodeHeaders
+
+        n = stop - start
+        ts = self.timestamps[start:stop].tolist()
+        headers = self.headers.slice(start, n)
+        headerCol = repeat((), n) if headers.null_count == n else map(decodeHeaders, headers.to_pylist())
+        return list(map(_tupleNew, repeat(RawRecord), zip(
+            self.offsets[start:stop].tolist(), ts, self.keys.slice(start, n).to_pylist(),
+            self.values.slice(start, n).to_pylist(), headerCol, ts if self.bulk else repeat(None))))
 
 
 class StampedRecord(NamedTuple):
@@ -76,6 +106,10 @@ class RecordQueue:
         self._taskId = taskId
         self.sourceNodeName = sourceNodeName
         self._raw: deque[RawRecord] = deque()
+        # records added as columns, after those of _raw: [RawRecordColumns, next row], converted
+        # to _raw MATERIALIZE_ROWS rows at a time as the head needs them (column readers such as
+        # session_count_batch read them in place)
+        self._columns: deque[list] = deque()
         self.head: StampedRecord | None = None
         self._headRaw: RawRecord | None = None
         self.partitionTime = -1
@@ -84,9 +118,34 @@ class RecordQueue:
         self.onDeserializationError = lambda queue, raw, e: False
 
     def addRawRecords(self, records) -> None:
+        if self._columns:  # keep offset order: what came as columns goes first
+            self._materialize(None)
         self._raw.extend(records)
         if self.head is None:
             self._updateHead()
+
+    def addRawColumns(self, columns: RawRecordColumns) -> None:
+        """Append records given as columns (same order rules as ``addRawRecords``)."""
+        if len(columns):
+            self._columns.append([columns, 0])
+            if self.head is None:
+                if not self._raw:
+                    self._materialize(1)  # the head alone: column readers read the rest in place
+                self._updateHead()
+
+    def _materialize(self, rows: int | None) -> None:
+        """Move up to ``rows`` (None: all) records from the column chunks to ``_raw``."""
+        while self._columns and (rows is None or rows > 0):
+            entry = self._columns[0]
+            columns, start = entry
+            stop = len(columns) if rows is None else min(len(columns), start + rows)
+            self._raw.extend(columns.rawRecords(start, stop))
+            if rows is not None:
+                rows -= stop - start
+            if stop == len(columns):
+                self._columns.popleft()
+            else:
+                entry[1] = stop
 
     def extractsMetadataTimestamp(self) -> bool:
         """Whether this queue's extractor is a built-in one that returns the record's metadata
@@ -97,7 +156,7 @@ class RecordQueue:
         return self.head is None
 
     def size(self) -> int:
-        return len(self._raw) + (self.head is not None)
+        return len(self._raw) + (self.head is not None) + sum(len(c) - start for c, start in self._columns)
 
     def poll(self) -> StampedRecord:
         record = self.head
@@ -109,10 +168,13 @@ class RecordQueue:
 
     def unprocessed(self) -> list[RawRecord]:
         """Raw records not yet polled (head included), for hosts that carry them to the next batch."""
+        self._materialize(None)
         return ([self._headRaw] if self._headRaw is not None else []) + list(self._raw)
 
     def _updateHead(self) -> None:
-        while self.head is None and self._raw:
+        while self.head is None and (self._raw or self._columns):
+            if not self._raw:
+                self._materialize(MATERIALIZE_ROWS)
             raw = self._raw.popleft()
             try:
                 key = self._keySerde.deserialize(self.topic, raw.key)

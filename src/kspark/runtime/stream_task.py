@@ -542,6 +542,12 @@ class StreamTask:
         q.addRawRecords(records)
         q.lag = lag
 
+    def addRecordColumns(self, topic: str, columns, lag: int | None = 0) -> None:
+        """As ``addRecords``, with the records as ``RawRecordColumns``."""
+        q = self.queueOf[topic]
+        q.addRawColumns(columns)
+        q.lag = lag
+
     def process(self, wallClockTime: int) -> bool:
         """Process the next record if the task is ready; return whether one was processed."""
         self.wallClockTime = wallClockTime

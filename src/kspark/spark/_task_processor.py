@@ -13,7 +13,6 @@ import os
 import pickle
 import time
 import uuid
-from itertools import chain, repeat
 from operator import itemgetter
 from typing import Iterator
 
@@ -23,8 +22,8 @@ import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from ..runtime.record_queue import RawRecord
-from ..runtime.stream_task import ProducedColumns, StreamTask, decodeHeaders, encodeHeaders
+from ..runtime.record_queue import RawRecordColumns
+from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..topics import RECORD_SCHEMA
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
 
@@ -32,7 +31,6 @@ from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
 # lag); output rows go straight to the kspark-topics sink, also as chunks.
 OUTPUT_SCHEMA = SINK_CHUNK_SCHEMA
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
-_tupleNew = tuple.__new__
 _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 _VERSION_SCHEMA = StructType([StructField("version", StringType())])
@@ -86,10 +84,10 @@ class TaskStatefulProcessor(StatefulProcessor):
             markers = group[isMarker]
             chunks = group[~isMarker].sort_values("offset", kind="stable")
             tables = [decodeChunk(b) for b in chunks["records"].tolist()]
-            raws = _rawRecords(tables, chunks["offset"].tolist(), task.queueOf[topic].extractsMetadataTimestamp())
-            inputRows += len(raws)
+            columns = _rawColumns(tables, chunks["offset"].tolist(), task.queueOf[topic].extractsMetadataTimestamp())
+            inputRows += len(columns)
             lag = int(markers["lag"].max()) if len(markers) else None
-            task.addRecords(topic, raws, lag=lag)
+            task.addRecordColumns(topic, columns, lag=lag)
 
         converted = time.perf_counter()
         task.processAll(now)  # stream-time punctuation after every record, as in the driver
@@ -132,25 +130,17 @@ class TaskStatefulProcessor(StatefulProcessor):
         pass
 
 
-def _rawRecords(tables: list[pa.Table], firstOffsets: list[int], extractsMetadataTimestamp: bool) -> list[RawRecord]:
-    """The records of a topic's chunks (in offset order) as ``RawRecord`` tuples, built column-wise:
-    one list per column, then ``tuple.__new__`` (no NamedTuple ``__new__`` per row)."""
-    if not tables:
-        return []
-    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    n = table.num_rows
-    offsets = chain.from_iterable(range(first, first + t.num_rows) for first, t in zip(firstOffsets, tables))
+def _rawColumns(tables: list[pa.Table], firstOffsets: list[int], extractsMetadataTimestamp: bool) -> RawRecordColumns:
+    """The records of a topic's chunks (in offset order) as ``RawRecordColumns``: converted to
+    Python objects only as the task's queue needs them."""
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0] if tables else RECORD_SCHEMA.empty_table()
+    offsets = (np.concatenate([np.arange(first, first + t.num_rows, dtype=np.int64) for first, t in zip(firstOffsets, tables)])
+               if tables else np.zeros(0, np.int64))
     timestamps = table.column("timestamp").to_numpy()
     # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
     bulk = extractsMetadataTimestamp and bool((timestamps >= 0).all())
-    tsList = timestamps.tolist()
-    rawHeaders = table.column("headers")
-    headers = (repeat((), n) if rawHeaders.null_count == n else map(decodeHeaders, rawHeaders.to_pylist()))
-    return list(map(
-        _tupleNew, repeat(RawRecord),
-        zip(offsets, tsList, table.column("key").to_pylist(), table.column("value").to_pylist(), headers,
-            tsList if bulk else repeat(None)),
-    ))
+    return RawRecordColumns(offsets, timestamps, *(table.column(c).combine_chunks() for c in ("key", "value", "headers")),
+                            bulk)
 
 
 def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:

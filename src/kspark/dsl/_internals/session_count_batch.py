@@ -86,55 +86,95 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     retention, interval = store._retentionMs, store._segmentInterval
     sinkTopic, produced = sink.topic, sink._produced
 
-    def consumed(n: int, tMax: int) -> None:
+    def gather(limit: int):
+        """The head and up to ``limit - 1`` following records, as (key codes (int64), distinct key
+        bytes (None for a null key), timestamps (int64, negative if invalid), values (a list, or
+        None when all are null and need no deserializer call), headers (a list of tuples, or None when none has any),
+        fromColumns): from the queue's RawRecord tuples, or, when none are queued, from its
+        first column chunk."""
+        head = queue._headRaw
+        headTs = head[1] if head[5] is None else head[5]
+        if queue._raw or not queue._columns:
+            raws = [head]
+            raws.extend(islice(queue._raw, limit - 1))
+            index: dict = {}
+            codes = np.fromiter((index.setdefault(r[2], len(index)) for r in raws), np.int64, len(raws))
+            t = np.fromiter((r[1] if r[5] is None else r[5] for r in raws), np.int64, len(raws))
+            values = [r[3] for r in raws]
+            if nullSafe and not any(v is not None for v in values):
+                values = None
+            headers = [tuple(r[4]) if r[4] else () for r in raws] if any(r[4] for r in raws) else None
+            return codes, list(index), t, values, headers, False
+        columns, pos = queue._columns[0]
+        rows = min(limit - 1, len(columns) - pos)
+        keys = pa.concat_arrays([pa.array([head[2]], pa.binary()), columns.keys.slice(pos, rows)]).dictionary_encode()
+        distinct = keys.dictionary.to_pylist() + [None]  # codes of null keys: the last one
+        codes = pc.fill_null(keys.indices, len(distinct) - 1).to_numpy().astype(np.int64)
+        t = np.concatenate([[headTs], columns.timestamps[pos:pos + rows]])
+        values = columns.values.slice(pos, rows)
+        values = (None if nullSafe and values.null_count == rows and head[3] is None
+                  else [head[3]] + values.to_pylist())
+        headers = columns.headers.slice(pos, rows)
+        if headers.null_count == rows and not head[4]:
+            headers = None
+        else:
+            from ...runtime.stream_task import decodeHeaders
+
+            headers = [tuple(head[4]) if head[4] else ()] + [decodeHeaders(h) for h in headers.to_pylist()]
+        return codes, distinct, t, values, headers, True
+
+    def consumed(n: int, tMax: int, fromColumns: bool) -> None:
         """Take ``n`` records off the queue as ``n`` polls would (T-9..T-12)."""
-        raw = queue._raw
-        for _ in range(n - 1):
-            raw.popleft()
+        if fromColumns:
+            entry = queue._columns[0]
+            entry[1] += n - 1
+            if entry[1] == len(entry[0]):
+                queue._columns.popleft()
+        else:
+            raw = queue._raw
+            for _ in range(n - 1):
+                raw.popleft()
         if tMax > queue.partitionTime:
             queue.partitionTime = tMax
         if tMax > pg.streamTime:
             pg.streamTime = tMax
         queue.head = queue._headRaw = None
+        if not queue._raw:
+            queue._materialize(1)  # the next head alone: the rest stays columns for the next run
         queue._updateHead()
 
     def vectorised(limit: int) -> tuple[int, bool]:
         """Process the longest simple run among the next ``limit`` queued records; returns
         (records processed, whether the run stopped before a record that needs the scalar loop)."""
-        raws = [queue._headRaw]
-        raws.extend(islice(queue._raw, limit - 1))
-        n = len(raws)
+        codeArr, distinct, t, values, recordHeaders, fromColumns = gather(limit)
+        n = len(t)
         stop = n  # records before the first one that needs the scalar loop
         # -- raw-level checks: a problem at j is met when record j - 1 is polled
-        index: dict = {}
-        codes = [index.setdefault(r[2], len(index)) for r in raws]
-        distinct = list(index)
         keys = []
-        for code, kb in enumerate(distinct):
+        for kb in distinct:
             try:
                 key = None if kb is None else bytes(kb).decode("utf-8")
             except UnicodeDecodeError:
                 key = False
             keys.append(key)
-        codeArr = np.fromiter(codes, np.int64, n)
-        badKeyCode = np.fromiter((k is None or k is False for k in keys), bool, len(keys))
-        undecodable = np.fromiter((k is False for k in keys), bool, len(keys))
+        undecodable = np.fromiter((k is False for k in keys), bool, len(keys))[codeArr]
         if undecodable.any():
-            stop = min(stop, max(0, int(np.argmax(undecodable[codeArr])) - 1))
-        if badKeyCode.any():  # null keys: the per-node path (SA-1)
-            stop = min(stop, int(np.argmax(badKeyCode[codeArr])))
-        t = np.fromiter((r[1] if r[5] is None else r[5] for r in raws), np.int64, n)
+            stop = min(stop, max(0, int(np.argmax(undecodable)) - 1))
+        nullKey = np.fromiter((k is None for k in keys), bool, len(keys))[codeArr]
+        if nullKey.any():  # null keys: the per-node path (SA-1)
+            stop = min(stop, int(np.argmax(nullKey)))
         if (t < 0).any():
             stop = min(stop, max(0, int(np.argmax(t < 0)) - 1))
-        for j in range(1, stop + 1 if stop < n else n):
-            v = raws[j][3]
-            if v is None and nullSafe:
-                continue
-            try:
-                valueDeserialize(topic, v)
-            except Exception:
-                stop = min(stop, j - 1)
-                break
+        if values is not None:
+            for j in range(1, stop + 1 if stop < n else n):
+                v = values[j]
+                if v is None and nullSafe:
+                    continue
+                try:
+                    valueDeserialize(topic, v)
+                except Exception:
+                    stop = min(stop, j - 1)
+                    break
         if stop == 0:
             return 0, True
         t, codeArr = t[:stop], codeArr[:stop]
@@ -225,10 +265,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             for code in present.tolist():
                 partitionOf[code] = partitionForKey(distinct[code], partitions)
             partitionCol = partitionOf[outCode]
-        headers = None
-        if any(r[4] for r in raws[:m]):
-            recordHeaders = [tuple(r[4]) if r[4] else () for r in raws[:m]]
-            headers = list(map(recordHeaders.__getitem__, outRecord.tolist()))
+        headers = None if recordHeaders is None else list(map(recordHeaders.__getitem__, outRecord.tolist()))
         produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, headers))
         # -- the store: each session's last state; every put's segment indexed (ST-6)
         headKeys = headCodes.tolist()
@@ -259,7 +296,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         node.processed += m
         toStream.processed += total
         sinkNode.processed += total
-        consumed(m, tMax)
+        consumed(m, tMax, fromColumns)
         return m, m < n
 
     def run(limit: int | None) -> int:
@@ -267,7 +304,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             return scalar(limit)
         done = 0
         while queue.head is not None:
-            if len(queue._raw) + 1 < MIN_RUN:
+            if queue.size() < MIN_RUN:
                 return done + scalar(None)
             n, stopped = vectorised(MAX_RUN)
             done += n
