@@ -9,7 +9,7 @@ the fused loop was really built for the topology, so a shape change cannot make 
 """
 
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,7 @@ from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
 from kspark.runtime.record_queue import RawRecord, RawRecordColumns
 from kspark.runtime.stream_task import StreamTask, encodeHeaders
-from kspark.testing import TopologyTestDriver
+from kspark.testing import TestRecord, TopologyTestDriver
 
 KEY_SERDE = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
 KEY_SERDES = {
@@ -375,3 +375,43 @@ def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
     assert [r.key[:1] for r in produced] == [b"a", b"b"]
     assert produced == scalar.drainProduced()
     assert vectorised.stores["s"].snapshot() == scalar.stores["s"].snapshot()
+
+
+def pipedToDriver(raws, topo, config, asList):
+    """``raws`` (key bytes, value bytes, timestamp, headers) piped as bytes, one by one or as one
+    ``pipeRecordList``; (outputs, counters, store snapshot, next input offset, error text)."""
+    with TopologyTestDriver(topo, config) as d:
+        i = d.createInputTopic("in", Serdes.ByteArray(), Serdes.ByteArray())
+        records = [TestRecord(k, v, ts if ts >= 0 else datetime(1969, 12, 31, tzinfo=timezone.utc), h)
+                   for k, v, ts, h in raws]
+        error = None
+        try:
+            if asList:
+                i.pipeRecordList(records)
+            else:
+                for r in records:
+                    i.pipeInput(r)
+        except StreamsException as e:
+            error = str(e)
+        out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
+        return out, d.metrics(), d.getStateStore("s").snapshot(), d._offsets.get("in"), error
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(raws=rawInputs(), fail=st.booleans(), kind=st.sampled_from(["count", "aggregate"]))
+def test_pipe_record_list_equals_piping_one_by_one(raws, fail, kind):
+    """TTD-1: ``pipeRecordList`` on a fused task queues the records and processes them at once (the
+    session-count runs); outputs, counters, store and input offsets equal ``pipeInput`` one by
+    one, with keys or values that do not deserialize and timestamps before the epoch skipped
+    (LogAndContinue, LogAndSkipOnInvalidTimestamp) or failing the driver (LogAndFail,
+    FailOnInvalidTimestamp) at the same record; an aggregator failing on a null value (KIP-1033,
+    no handler) fails the driver at that record and the records after it are not piped."""
+    if fail:
+        config = {"default.deserialization.exception.handler": LogAndFailExceptionHandler,
+                  "default.timestamp.extractor": FailOnInvalidTimestamp()}
+    else:
+        config = {"default.deserialization.exception.handler": LogAndContinueExceptionHandler,
+                  "default.timestamp.extractor": LogAndSkipOnInvalidTimestamp()}
+    topo = topology(5, 10, kind)
+    with runsOf(1, 7):
+        assert pipedToDriver(raws, topo, config, True) == pipedToDriver(raws, topo, config, False)

@@ -83,6 +83,10 @@ class TestInputTopic:
         ValueError
             If an int ``timestamp`` is negative (Kafka: ``IllegalArgumentException``).
         """
+        self._driver._pipeRecord(self._topic, *self._serialized(key, value, timestamp, headers))
+
+    def _serialized(self, key, value, timestamp, headers) -> tuple:
+        """``pipeInput``'s arguments as (key bytes, value bytes, timestamp ms, headers)."""
         if isinstance(key, TestRecord):
             key, value, timestamp, headers = key.key(), key.value(), key.timestamp(), key.headers()
         if timestamp is None:
@@ -98,25 +102,49 @@ class TestInputTopic:
             if timestamp < 0:
                 raise ValueError(f"Timestamp cannot be negative, got {timestamp}")
             ts = timestamp
-        self._driver._pipeRecord(
-            self._topic,
-            self._keySerde.serialize(self._topic, key),
-            self._valueSerde.serialize(self._topic, value),
-            ts,
-            tuple(headers or ()),
-        )
+        return (self._keySerde.serialize(self._topic, key), self._valueSerde.serialize(self._topic, value), ts,
+                tuple(headers or ()))
 
     def pipeValueList(self, values) -> None:
-        for v in values:
-            self.pipeInput(None, v)
+        """``pipeInput(None, v)`` for each value, in order."""
+        self._pipeAll((None, v, None, ()) for v in values)
 
     def pipeKeyValueList(self, keyValues) -> None:
-        for k, v in keyValues:
-            self.pipeInput(k, v)
+        """``pipeInput(k, v)`` for each ``(k, v)`` pair (or ``KeyValue``), in order."""
+        self._pipeAll((k, v, None, ()) for k, v in keyValues)
 
     def pipeRecordList(self, records) -> None:
-        for r in records:
-            self.pipeInput(r)
+        """``pipeInput(record)`` for each ``TestRecord``, in order."""
+        self._pipeAll((r, None, None, ()) for r in records)
+
+    def _pipeAll(self, arguments) -> None:
+        """``pipeInput(*a)`` for each ``a``. When nothing can happen between two records (TTD-1 on a
+        fused task: one input partition, no punctuator, no record cache to flush, no repartition
+        topic, a built-in timestamp extractor), the records are queued, then processed in one call:
+        the same records, outputs and state as piping them one by one. A record that does not
+        deserialize or has an invalid timestamp is piped alone after the queued ones, where it
+        fails or is skipped as ``pipeInput`` would; records after one that fails are not piped."""
+        driver, topic = self._driver, self._topic
+        if not driver._processesQueueAtOnce(topic):
+            for a in arguments:
+                self.pipeInput(*a)
+            return
+        queue = driver._task.queueOf[topic]
+        keyOf, valueOf = queue._keySerde.deserialize, queue._valueSerde.deserialize
+        try:
+            for a in arguments:
+                key, value, timestamp, headers = self._serialized(*a)
+                try:
+                    queueable = timestamp >= 0 and (keyOf(topic, key), valueOf(topic, value)) is not None
+                except Exception:
+                    queueable = False
+                if queueable:
+                    driver._enqueue(topic, key, value, timestamp, headers)
+                else:
+                    driver._processQueued(topic)
+                    driver._pipeRecord(topic, key, value, timestamp, headers)
+        finally:
+            driver._processQueued(topic)
 
 
 class TestOutputTopic:
@@ -273,6 +301,24 @@ class TopologyTestDriver:
         self._enqueue(topic, key, value, timestamp, headers)
         self._completeAllProcessableWork()
 
+    def _processesQueueAtOnce(self, topic: str) -> bool:
+        """Whether processing records of ``topic`` one by one (TTD-1) is processing them all at once."""
+        task = self._task
+        return (topic not in self._globalTopics and task._fastPath is not None and not task._streamTimeHeap
+                and not task.commitCallbacks and task.queueOf[topic].extractsMetadataTimestamp())
+
+    def _processQueued(self, topic: str) -> None:
+        """Process the records queued by ``TestInputTopic._pipeAll``; if one fails, what was written
+        is routed and the records queued after it are dropped, as if never piped."""
+        try:
+            self._completeAllProcessableWork()
+        except BaseException:
+            queue = self._task.queueOf[topic]
+            self._offsets[topic] -= queue.size()
+            queue.head = queue._headRaw = None
+            queue._raw.clear()
+            raise
+
     def _enqueue(self, topic, key, value, timestamp, headers) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
@@ -283,7 +329,15 @@ class TopologyTestDriver:
         queue.lag = 0
 
     def _completeAllProcessableWork(self) -> None:
-        # TTD-1: process, punctuate on stream time, route repartition records back, until idle
+        # TTD-1: process, punctuate on stream time, route repartition records back, until idle;
+        # what a failing record wrote before it failed is routed too (Kafka's producer sent it)
+        try:
+            self._processAndRoute()
+        except BaseException:
+            self._routeProduced()
+            raise
+
+    def _processAndRoute(self) -> None:
         task = self._task
         heap = task._streamTimeHeap
         if task._fastPath is not None and not heap and not task.commitCallbacks:
