@@ -14,6 +14,8 @@ Benchmarks (comparison systems run in the same process, on the same input):
 
 - ``P3``: session count (30 min gap, no grace, every update emitted) through
   ``TopologyTestDriver``, record at a time, over the NASA log replicated (inputs.py).
+- ``P3-list`` (with ``p3``): the same records and topology piped with one ``pipeRecordList``, which a
+  fused task processes at once (same output as record at a time).
 - ``P3-tumbling`` (with ``p3``): the same through a 30 min tumbling-window count (no target).
 - ``P3-bytewax``: Bytewax 0.21 ``count_window`` with a 30 min ``SessionWindower`` on the same
   records (emits final counts only; needs ``pip install -e ".[bench]"``).
@@ -208,6 +210,29 @@ def p3(df) -> dict:
     return _report("P3 kspark session count, TopologyTestDriver (record at a time)",
                    measured(_pipedOneByOne(df, sessionCountTopology("requests", "sessions", GAP), "sessions"),
                             tree=False), 1)
+
+
+def p3List(df) -> dict:
+    """P3's records and topology piped as one ``pipeRecordList``: TTD-1 on a fused task processes the
+    queued records at once (the session-count runs), same output as piping them one by one."""
+    return _report("P3-list kspark session count, TopologyTestDriver pipeRecordList (every update emitted)",
+                   measured(_pipedAsList(df, sessionCountTopology("requests", "sessions", GAP), "sessions"),
+                            tree=False), 1)
+
+
+def _pipedAsList(df, topology, sink: str):
+    """``run()`` piping the (host, ts) records into ``topology``'s driver with one ``pipeRecordList``
+    (the ``TestRecord`` list is built inside the timed run)."""
+    from kspark.testing import TestRecord, TopologyTestDriver
+
+    rows = list(zip(df["host"].tolist(), df["ts"].tolist()))
+
+    def run():
+        with TopologyTestDriver(topology) as d:
+            d.createInputTopic("requests").pipeRecordList([TestRecord(host, None, ts) for host, ts in rows])
+            return len(rows), {"updates_emitted": d.createOutputTopic(sink).getQueueSize()}
+
+    return run
 
 
 def p3Tumbling(df) -> dict:
@@ -428,6 +453,7 @@ def main(argv=None) -> int:
         df = inputs.nasaRequests(args.p3_records)
         if "p3" in only:
             p3(df)
+            p3List(df)
             p3Tumbling(df)
         if "bytewax" in only:
             p3Bytewax(df)
