@@ -131,6 +131,17 @@ class TestInputTopic:
             return
         queue = driver._task.queueOf[topic]
         keyOf, valueOf = queue._keySerde.deserialize, queue._valueSerde.deserialize
+        pending: list = []  # (offset, timestamp, key, value, headers, extracted): RawRecord fields
+
+        def flush() -> None:  # queue what is pending, process it
+            if pending:
+                offset = driver._offsets.get(topic, 0)
+                driver._offsets[topic] = offset + len(pending)
+                queue.addRawRecords([_tupleNew(RawRecord, (offset + i,) + r) for i, r in enumerate(pending)])
+                queue.lag = 0
+                pending.clear()
+            driver._processQueued(topic)
+
         try:
             for a in arguments:
                 key, value, timestamp, headers = self._serialized(*a)
@@ -138,13 +149,13 @@ class TestInputTopic:
                     queueable = timestamp >= 0 and (keyOf(topic, key), valueOf(topic, value)) is not None
                 except Exception:
                     queueable = False
-                if queueable:
-                    driver._enqueue(topic, key, value, timestamp, headers)
+                if queueable:  # a built-in extractor takes a valid timestamp as is (T-3)
+                    pending.append((timestamp, key, value, headers, timestamp))
                 else:
-                    driver._processQueued(topic)
+                    flush()
                     driver._pipeRecord(topic, key, value, timestamp, headers)
         finally:
-            driver._processQueued(topic)
+            flush()
 
 
 class TestOutputTopic:
