@@ -89,9 +89,9 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     def gather(limit: int):
         """The head and up to ``limit - 1`` following records, as (key codes (int64), distinct key
         bytes (None for a null key), timestamps (int64, negative if invalid), values (a list, or
-        None when all are null and need no deserializer call), headers (a list of tuples, or None when none has any),
-        fromColumns): from the queue's RawRecord tuples, or, when none are queued, from its
-        first column chunk."""
+        None when all are null and need no deserializer call), headers (a list of tuples, or
+        None when none has any), fromColumns): from the queue's RawRecord tuples, or, when none
+        are queued, from its first column chunk."""
         head = queue._headRaw
         headTs = head[1] if head[5] is None else head[5]
         if queue._raw or not queue._columns:
