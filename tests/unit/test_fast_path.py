@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kspark import (Consumed, FailOnInvalidTimestamp, LogAndContinueExceptionHandler, LogAndFailExceptionHandler,
                     LogAndSkipOnInvalidTimestamp, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder,
-                    TimeWindows, WindowedSerdes)
+                    TimeWindows, UsePartitionTimeOnInvalidTimestamp, WindowedSerdes)
 from kspark.state import SessionStore
 from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
@@ -79,7 +79,8 @@ def onDriver(records, topo, fused, keySerde=Serdes.String()):
         i = d.createInputTopic("in", keySerde, Serdes.String())
         for k, v, ts, headers in records:
             i.pipeInput(k, v, ts, headers=headers)
-        out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
+        out = [(key, value, timestamp, partition, headers)
+               for partition, timestamp, key, value, headers in d._outputs.get("out", ())]
         return out, d.metrics(), storeContents(d.getStateStore("s"))
 
 
@@ -377,10 +378,14 @@ def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
     assert vectorised.stores["s"].snapshot() == scalar.stores["s"].snapshot()
 
 
-def pipedToDriver(raws, topo, config, asList):
+def pipedToDriver(raws, topo, config, asList, alone=True):
     """``raws`` (key bytes, value bytes, timestamp, headers) piped as bytes, one by one or as one
-    ``pipeRecordList``; (outputs, counters, store snapshot, next input offset, error text)."""
+    ``pipeRecordList``; (outputs, counters, store snapshot, next input offset, error text).
+    ``alone=False``: a record piped one by one is always queued (no ``RecordQueue.pollAlone``)."""
     with TopologyTestDriver(topo, config) as d:
+        queue = d._task.queueOf["in"]
+        assert queue._pollsAlone
+        queue._pollsAlone = alone
         i = d.createInputTopic("in", Serdes.ByteArray(), Serdes.ByteArray())
         records = [TestRecord(k, v, ts if ts >= 0 else datetime(1969, 12, 31, tzinfo=timezone.utc), h)
                    for k, v, ts, h in raws]
@@ -393,8 +398,9 @@ def pipedToDriver(raws, topo, config, asList):
                     i.pipeInput(r)
         except StreamsException as e:
             error = str(e)
-        out = [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in d._outputs.get("out", [])]
-        return out, d.metrics(), d.getStateStore("s").snapshot(), d._offsets.get("in"), error
+        out = [(key, value, timestamp, partition, headers)
+               for partition, timestamp, key, value, headers in d._outputs.get("out", ())]
+        return out, d.metrics(), d._task.checkpoint(), d._offsets.get("in"), error
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -415,3 +421,33 @@ def test_pipe_record_list_equals_piping_one_by_one(raws, fail, kind):
     topo = topology(5, 10, kind)
     with runsOf(1, 7):
         assert pipedToDriver(raws, topo, config, True) == pipedToDriver(raws, topo, config, False)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(raws=rawInputs(), extractor=st.sampled_from([LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp]),
+       kind=st.sampled_from(["count", "aggregate"]))
+def test_a_record_piped_alone_skips_the_queue_as_if_queued(raws, extractor, kind):
+    """TTD-1 record at a time on a fused task: a record with a valid timestamp piped into an empty
+    queue with built-in deserializers is deserialized and processed without being queued
+    (``RecordQueue.pollAlone``); outputs, counters, the whole task checkpoint (partition and stream
+    times, store) and the input offsets equal queueing it, around records that do not deserialize
+    (skipped, LogAndContinue) and timestamps before the epoch: skipped, or given the partition time
+    the records piped alone advanced (T-3, ``UsePartitionTimeOnInvalidTimestamp``)."""
+    config = {"default.deserialization.exception.handler": LogAndContinueExceptionHandler,
+              "default.timestamp.extractor": extractor()}
+    topo = topology(5, 10, kind)
+    assert pipedToDriver(raws, topo, config, False) == pipedToDriver(raws, topo, config, False, alone=False)
+
+
+def test_partition_time_of_records_piped_alone():
+    """T-3 by hand: "a"@100 and "a"@50 piped alone advance the partition time to 100, so a record
+    with a timestamp before the epoch gets 100 under ``UsePartitionTimeOnInvalidTimestamp`` and
+    extends session [50, 100] to a count of 3 (SA-4)."""
+    with TopologyTestDriver(topology(60, 100, "count"), {"default.timestamp.extractor": UsePartitionTimeOnInvalidTimestamp()}) as d:
+        i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+        i.pipeInput("a", "v", 100)
+        i.pipeInput("a", "v", 50)
+        i.pipeInput("a", "v", datetime(1969, 12, 31, tzinfo=timezone.utc))
+        out = d.createOutputTopic("out", KEY_SERDE, Serdes.Long()).readRecordsToList()
+    assert [(r.key().window().start(), r.key().window().end(), r.value(), r.timestamp()) for r in out] == [
+        (100, 100, 1, 100), (100, 100, None, 100), (50, 100, 2, 100), (50, 100, None, 100), (50, 100, 3, 100)]

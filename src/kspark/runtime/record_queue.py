@@ -102,6 +102,12 @@ class RecordQueue:
 
         self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
                                                      UsePartitionTimeOnInvalidTimestamp)
+        from ..serialization import (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde,
+                                     _StringSerde)
+
+        # built-in deserializers: pure functions of the bytes (None for None), so pollAlone may try them first
+        pure = (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde)
+        self._pollsAlone = self._builtInExtractor and type(keySerde) in pure and type(valueSerde) in pure
         self._metrics = metrics
         self._taskId = taskId
         self.sourceNodeName = sourceNodeName
@@ -165,6 +171,25 @@ class RecordQueue:
             self.partitionTime = record.timestamp
         self._updateHead()
         return record
+
+    def pollAlone(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
+                  headers: tuple) -> StampedRecord | None:
+        """``addRawRecords([RawRecord(offset, timestamp, key, value, headers)])`` then ``poll()`` on
+        an empty queue, without queueing: the record deserialized and stamped with its metadata
+        timestamp (T-3), the partition time advanced. Returns None, leaving the queue untouched,
+        when the queue is not empty or that takes more than the built-in extractor's valid-timestamp
+        case with built-in deserializers, or when deserializing fails (so the caller adds the record
+        as usual and the deserialization handler sees it)."""
+        if not self._pollsAlone or timestamp < 0 or self.head is not None or self._raw or self._columns:
+            return None
+        try:
+            k = None if key is None else self._keySerde.deserialize(self.topic, key)
+            v = None if value is None else self._valueSerde.deserialize(self.topic, value)
+        except Exception:
+            return None
+        if timestamp > self.partitionTime:
+            self.partitionTime = timestamp
+        return _tupleNew(StampedRecord, (timestamp, k, v, headers, self.topic, self.partition, offset))
 
     def unprocessed(self) -> list[RawRecord]:
         """Raw records not yet polled (head included), for hosts that carry them to the next batch."""

@@ -462,6 +462,8 @@ class StreamTask:
         method may return ``run(limit) -> records processed``: it processes up to ``limit``
         records (None: all processable ones) exactly as ``process`` would, without the per-hop
         ``Record``/``forward`` calls. It is used only while no stream-time punctuator is scheduled.
+        ``run.processPolled(record)`` processes one ``StampedRecord`` just polled from the queue
+        (partition time advanced), e.g. one ``RecordQueue.pollAlone`` returned.
         """
         queues = self.partitionGroup.queues
         if len(queues) != 1 or queues[0].isGlobal:
@@ -609,8 +611,11 @@ class StreamTask:
 
     def drainProduced(self) -> list[ProducedRecord]:
         """The records written since the last drain, in order, as ``ProducedRecord`` tuples."""
+        produced = self.drainProducedChunks()
+        if ProducedColumns not in map(type, produced):
+            return produced
         out = []
-        for r in self.drainProducedChunks():
+        for r in produced:
             if type(r) is ProducedColumns:
                 out += r.records()
             else:

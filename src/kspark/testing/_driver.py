@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from collections import deque
 from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Any, Mapping
 
 from .._duration import toMillis
@@ -9,7 +11,7 @@ from ..keyvalue import KeyValue
 from ..runtime.metrics import MetricName
 from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
-from ..runtime.stream_task import StreamTask
+from ..runtime.stream_task import ProducedColumns, StreamTask
 from ..serialization import Serde
 from ..state import KeyValueIterator, SessionStore, TimestampedKeyValueStore, WindowStore
 from ..topology import Subtopology, Topology
@@ -83,6 +85,11 @@ class TestInputTopic:
         ValueError
             If an int ``timestamp`` is negative (Kafka: ``IllegalArgumentException``).
         """
+        if type(timestamp) is int and timestamp >= 0 and not headers and not isinstance(key, TestRecord):
+            topic = self._topic  # the common case of _serialized, without building its tuple
+            self._driver._pipeRecord(topic, self._keySerde.serialize(topic, key),
+                                     self._valueSerde.serialize(topic, value), timestamp, ())
+            return
         self._driver._pipeRecord(self._topic, *self._serialized(key, value, timestamp, headers))
 
     def _serialized(self, key, value, timestamp, headers) -> tuple:
@@ -172,13 +179,9 @@ class TestOutputTopic:
         queue = self._driver._outputs.get(self._topic)
         if not queue:
             raise LookupError(f"Empty topic: {self._topic}")
-        r = queue.pop(0)
-        return TestRecord(
-            self._keySerde.deserialize(self._topic, r.key),
-            self._valueSerde.deserialize(self._topic, r.value),
-            r.timestamp,
-            r.headers,
-        )
+        _, timestamp, key, value, headers = queue.popleft()
+        return TestRecord(self._keySerde.deserialize(self._topic, key),
+                          self._valueSerde.deserialize(self._topic, value), timestamp, headers)
 
     def readValue(self) -> Any:
         return self.readRecord().value()
@@ -268,7 +271,10 @@ class TopologyTestDriver:
         for queue in self._task.queueOf.values():
             queue.lag = 0  # everything piped is available at once: never wait for a partition
         self._offsets: dict[str, int] = {}
-        self._outputs: dict[str, list] = {}
+        # topic -> what the topology wrote there, not read yet: (partition, timestamp, key bytes,
+        # value bytes, headers) plain tuples (the cyclic GC stops tracking them; a NamedTuple per
+        # output record would be walked by every full collection)
+        self._outputs: dict[str, deque[tuple]] = {}
         self._task.wallClockTime = self._wallClock
         self._task.initialize()
 
@@ -308,6 +314,25 @@ class TopologyTestDriver:
             self._task.addRecords(globalQueueKey(topic, 0), [RawRecord(offset, timestamp, key, value, headers)], lag=0)
             applyGlobalRecords(self._task)
             self._routeProduced()
+            return
+        task = self._task
+        fused = task._fastPath
+        if fused is not None and not task._streamTimeHeap and not task.commitCallbacks:
+            # _completeAllProcessableWork's fused-loop case: the record, then what it wrote
+            offset = self._offsets.get(topic, 0)
+            queue = task.queueOf[topic]
+            rec = queue.pollAlone(offset, timestamp, key, value, headers)
+            task.wallClockTime = self._wallClock
+            try:
+                if rec is not None:  # the fused loop's step for it, without queueing it
+                    self._offsets[topic] = offset + 1
+                    queue.lag = 0
+                    fused.processPolled(rec)
+                else:
+                    self._enqueue(topic, key, value, timestamp, headers)
+                    fused(None)
+            finally:
+                self._routeProduced()
             return
         self._enqueue(topic, key, value, timestamp, headers)
         self._completeAllProcessableWork()
@@ -366,13 +391,29 @@ class TopologyTestDriver:
         self._routeProduced()
 
     def _routeProduced(self) -> None:
-        if not self._task.produced:
+        produced = self._task.produced  # ProducedRecord: topic, partition, timestamp, key, value, headers
+        if not produced:
             return
-        for r in self._task.drainProduced():
-            if r.topic in self._internal:
-                self._enqueue(r.topic, r.key, r.value, r.timestamp, r.headers)
+        internal, outputs = self._internal, self._outputs
+        topic = produced[0][0]
+        if (topic not in internal and ProducedColumns not in map(type, produced)
+                and (len(produced) == 1 or set(map(_topicOf, produced)) == {topic})):
+            records = outputs.get(topic)
+            if records is None:
+                records = outputs[topic] = deque()
+            records.extend(map(_withoutTopic, produced))  # all to one output topic: no Python loop
+            produced.clear()
+            return
+        produced = self._task.drainProduced()
+        for r in produced:
+            topic = r[0]
+            if topic in internal:
+                self._enqueue(topic, r[3], r[4], r[2], r[5])
             else:
-                self._outputs.setdefault(r.topic, []).append(r)
+                records = outputs.get(topic)
+                if records is None:
+                    records = outputs[topic] = deque()
+                records.append(r[1:])
 
     def advanceWallClockTime(self, advance: int | timedelta) -> None:
         """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
@@ -423,3 +464,4 @@ class TopologyTestDriver:
 
 
 _tupleNew = tuple.__new__
+_topicOf, _withoutTopic = itemgetter(0), itemgetter(slice(1, None))

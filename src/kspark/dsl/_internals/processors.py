@@ -11,7 +11,7 @@ from ...processor import ContextualProcessor, Record, RecordMetadata
 from ...state import ValueAndTimestamp
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
-from .session_count_batch import batchRunner
+from .session_count_batch import batchRunner, countAggregator, countInitializer, countMerger
 
 log = logging.getLogger("kspark.dsl")
 
@@ -615,7 +615,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     packEndStart = _END_START.pack
     produced = sink._produced
 
-    def emit(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
+    def emitAny(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
@@ -636,6 +636,21 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             topic, 0 if n == 1 else partitionForKey(keyBytes, n), timestamp,
             keyBytes + (packEndStart(end, start) if sessions else packLong(start)), valueBytes, headers)))
 
+    def emitStringLong(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
+        """``emit`` for a str key's bytes ``keyBytes`` and an int or None value, into the built-in
+        session-windowed String serde and the Long serde; anything else goes to ``emitAny``."""
+        if keyBytes is None or (value is not None and (type(value) is not int or not -1 << 63 <= value < 1 << 63)):
+            emitAny(key, start, end, value, timestamp, headers, keyBytes)
+            return
+        toStream.processed += 1
+        sinkNode.processed += 1
+        n = sink._n if sink._n is not None else sink.numPartitions()
+        produced.append(_tupleNew(ProducedRecord, (
+            topic, 0 if n == 1 else partitionForKey(keyBytes, n), timestamp, keyBytes + packEndStart(end, start),
+            None if value is None else packLong(value), headers)))
+
+    emit = emitStringLong if inner is not None and stringKeys and longValues and sessions else emitAny
+
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
         try:
@@ -643,6 +658,30 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         finally:
             context.currentNode = None
             context.metadata = None
+
+    def processPolled(rec) -> None:
+        """Process ``rec``, just polled from ``queue`` (its partition time already advanced)."""
+        ts = rec.timestamp
+        if ts > pg.streamTime:
+            pg.streamTime = ts
+        key = rec.key
+        if key is None:
+            perNode(rec)
+            return
+        source.processed += 1
+        node.processed += 1
+        try:
+            kb = key.encode("utf-8") if stringKeys and type(key) is str else None
+            body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
+        except StreamsException:
+            raise
+        except Exception as e:  # KIP-1033, as StreamTask._processorCall
+            context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+            context.currentNode = node
+            try:
+                task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
+            finally:
+                context.currentNode = context.metadata = None
 
     def run(limit: int | None) -> int:
         n = 0
@@ -653,32 +692,13 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             n += 1
             # PartitionGroup.nextRecord / RecordQueue.poll for a task with one queue
             queue.head = queue._headRaw = None
-            ts = rec.timestamp
-            if ts > queue.partitionTime:
-                queue.partitionTime = ts
+            if rec.timestamp > queue.partitionTime:
+                queue.partitionTime = rec.timestamp
             queue._updateHead()
-            if ts > pg.streamTime:
-                pg.streamTime = ts
-            key = rec.key
-            if key is None:
-                perNode(rec)
-                continue
-            source.processed += 1
-            node.processed += 1
-            try:
-                kb = key.encode("utf-8") if stringKeys and type(key) is str else None
-                body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
-            except StreamsException:
-                raise
-            except Exception as e:  # KIP-1033, as StreamTask._processorCall
-                context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
-                context.currentNode = node
-                try:
-                    task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
-                finally:
-                    context.currentNode = context.metadata = None
+            processPolled(rec)
         return n
 
+    run.processPolled = processPolled
     return run
 
 
@@ -723,8 +743,49 @@ def _sessionFastPath(agg: KStreamSessionWindowAggregate, task, source, node, toS
         put(end, kb, start, key, value)
         emit(key, start, end, value, end, headers, innerBytes)
 
+    def countBody(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
+        """``body`` for the DSL's ``count()``: its initializer (0), aggregator (+1) and merger (sum) inline."""
+        streamTime = meta["observedStreamTime"]
+        if ts > streamTime:
+            streamTime = meta["observedStreamTime"] = ts
+        if kb is None:
+            kb = keyBytesOf(key)
+        merged = find(kb, ts - gap, ts + gap)
+        if not merged:
+            if ts < streamTime - grace - gap:
+                with _asNode(context, node, rec):
+                    agg._skipExpired(ts, ts, ts, streamTime - grace - gap, streamTime, merged)
+                return
+            put(ts, kb, ts, key, 1)
+            emit(key, ts, ts, 1, ts, headers, innerBytes)
+            return
+        value, start, end = 1, ts, ts
+        for sEnd, sStart, _, sAgg in merged:
+            value += sAgg
+            if sStart < start:
+                start = sStart
+            if sEnd > end:
+                end = sEnd
+        closeTime = streamTime - grace - gap
+        if end < closeTime:
+            with _asNode(context, node, rec):
+                agg._skipExpired(ts, start, end, closeTime, streamTime, merged)
+            return
+        if start != ts or end != ts:
+            for sEnd, sStart, sKey, _ in merged:
+                put(sEnd, kb, sStart, sKey, None)
+                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+        put(end, kb, start, key, value)
+        emit(key, start, end, value, end, headers, innerBytes)
+
+    if agg.initializer is countInitializer and agg.aggregator is countAggregator and agg.merger is countMerger:
+        body = countBody
     scalar = _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, _SessionWindowedSerde, _SessionWindow, body)
-    return batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar) or scalar
+    runner = batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar)
+    if runner is None:
+        return scalar
+    runner.processPolled = scalar.processPolled
+    return runner
 
 
 def _timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStream, sinkNode, queue):
