@@ -366,13 +366,15 @@ class SessionStore(_TimeOrderedStoreBase):
         sessions = self._sessions.get(kb)
         if not sessions:
             return
-        for i, e in enumerate(sessions):
-            if e[0] == end and e[1] == start:
-                del sessions[i]
-                if self._byEnd is not None:
-                    byEnd = self._byEnd
-                    del byEnd[bisect.bisect_left(byEnd, (end, kb, start))]
+        i = len(sessions) - 1  # mostly the key's latest session (a record extending it); entries are unique
+        if sessions[i][0] != end or sessions[i][1] != start:
+            i = next((j for j, e in enumerate(sessions) if e[0] == end and e[1] == start), None)
+            if i is None:
                 return
+        del sessions[i]
+        if self._byEnd is not None:
+            byEnd = self._byEnd
+            del byEnd[bisect.bisect_left(byEnd, (end, kb, start))]
 
     def _purge(self, below: int) -> None:
         """Delete every session of the segments below ``below`` (ST-6/ST-7 expiry)."""
