@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections import deque
 from datetime import datetime, timedelta, timezone
-from operator import itemgetter
+from operator import countOf, itemgetter
 from typing import Any, Mapping
 
 from .._duration import toMillis
@@ -396,8 +396,8 @@ class TopologyTestDriver:
             return
         internal, outputs = self._internal, self._outputs
         topic = produced[0][0]
-        if (topic not in internal and ProducedColumns not in map(type, produced)
-                and (len(produced) == 1 or set(map(_topicOf, produced)) == {topic})):
+        if (topic not in internal and countOf(map(_topicOf, produced), topic) == len(produced)
+                and ProducedColumns not in map(type, produced)):
             records = outputs.get(topic)
             if records is None:
                 records = outputs[topic] = deque()
