@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from itertools import count
+from itertools import count, repeat
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
@@ -60,6 +60,12 @@ class ProducedColumns(NamedTuple):
         return list(map(_tupleNew, [ProducedRecord] * n, zip(
             [self.topic] * n, self.partitions.tolist(), self.timestamps.tolist(), self.keys.to_pylist(),
             self.values.to_pylist(), headers)))
+
+    def rows(self):
+        """The records without their topic, as plain (partition, timestamp, key, value, headers) tuples."""
+        headers = self.headers if self.headers is not None else repeat((), len(self.timestamps))
+        return zip(self.partitions.tolist(), self.timestamps.tolist(), self.keys.to_pylist(), self.values.to_pylist(),
+                   headers)
 
 
 def encodeHeaders(headers: tuple) -> bytes | None:

@@ -391,29 +391,32 @@ class TopologyTestDriver:
         self._routeProduced()
 
     def _routeProduced(self) -> None:
-        produced = self._task.produced  # ProducedRecord: topic, partition, timestamp, key, value, headers
-        if not produced:
+        """Move what the task wrote to the output topics' queues; records of internal topics go
+        back into the task."""
+        if not self._task.produced:
             return
-        internal, outputs = self._internal, self._outputs
+        produced = self._task.drainProducedChunks()  # ProducedRecord: topic, partition, timestamp, key, value, headers
+        internal = self._internal
         topic = produced[0][0]
         if (topic not in internal and countOf(map(_topicOf, produced), topic) == len(produced)
                 and ProducedColumns not in map(type, produced)):
-            records = outputs.get(topic)
-            if records is None:
-                records = outputs[topic] = deque()
-            records.extend(map(_withoutTopic, produced))  # all to one output topic: no Python loop
-            produced.clear()
+            self._outputQueue(topic).extend(map(_withoutTopic, produced))  # one output topic: no Python loop
             return
-        produced = self._task.drainProduced()
         for r in produced:
             topic = r[0]
             if topic in internal:
-                self._enqueue(topic, r[3], r[4], r[2], r[5])
+                for topic, _, timestamp, key, value, headers in (r.records() if type(r) is ProducedColumns else (r,)):
+                    self._enqueue(topic, key, value, timestamp, headers)
+            elif type(r) is ProducedColumns:
+                self._outputQueue(topic).extend(r.rows())
             else:
-                records = outputs.get(topic)
-                if records is None:
-                    records = outputs[topic] = deque()
-                records.append(r[1:])
+                self._outputQueue(topic).append(r[1:])
+
+    def _outputQueue(self, topic: str) -> deque:
+        records = self._outputs.get(topic)
+        if records is None:
+            records = self._outputs[topic] = deque()
+        return records
 
     def advanceWallClockTime(self, advance: int | timedelta) -> None:
         """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
