@@ -617,11 +617,8 @@ class StreamTask:
 
     def drainProduced(self) -> list[ProducedRecord]:
         """The records written since the last drain, in order, as ``ProducedRecord`` tuples."""
-        produced = self.drainProducedChunks()
-        if ProducedColumns not in map(type, produced):
-            return produced
         out = []
-        for r in produced:
+        for r in self.drainProducedChunks():
             if type(r) is ProducedColumns:
                 out += r.records()
             else:
