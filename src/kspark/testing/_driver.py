@@ -393,15 +393,20 @@ class TopologyTestDriver:
     def _routeProduced(self) -> None:
         """Move what the task wrote to the output topics' queues; records of internal topics go
         back into the task."""
-        if not self._task.produced:
+        produced = self._task.produced  # ProducedRecord: topic, partition, timestamp, key, value, headers
+        if not produced:
             return
-        produced = self._task.drainProducedChunks()  # ProducedRecord: topic, partition, timestamp, key, value, headers
         internal = self._internal
         topic = produced[0][0]
         if (topic not in internal and countOf(map(_topicOf, produced), topic) == len(produced)
                 and ProducedColumns not in map(type, produced)):
-            self._outputQueue(topic).extend(map(_withoutTopic, produced))  # one output topic: no Python loop
+            records = self._outputs.get(topic)
+            if records is None:
+                records = self._outputs[topic] = deque()
+            records.extend(map(_withoutTopic, produced))  # one output topic: no Python loop
+            produced.clear()
             return
+        produced = self._task.drainProducedChunks()
         for r in produced:
             topic = r[0]
             if topic in internal:
