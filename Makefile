@@ -1,7 +1,11 @@
 # make demo: install into .venv and run the valuation-signal job on Spark local mode
 # make test: install into .venv and run the test suite
 # make bench: also install the comparison systems (.[bench]) and run every benchmark (bench/README.md)
+# make jvm: resolve the JVM artifacts of jvm/pom.xml (Kafka broker, kafka-streams) with Maven into
+#           $(KSPARK_JVM_LIB), outside git; again only when the pom changes
 VENV ?= .venv
+KSPARK_JVM_LIB ?= $(HOME)/.cache/kspark/jvm
+export KSPARK_JVM_LIB
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -11,11 +15,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-.PHONY: demo test bench
+.PHONY: demo test bench jvm
+jvm:
+	@cmp -s jvm/pom.xml $(KSPARK_JVM_LIB)/pom.xml || { \
+	  rm -rf $(KSPARK_JVM_LIB).tmp && \
+	  mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(KSPARK_JVM_LIB).tmp && \
+	  cp jvm/pom.xml $(KSPARK_JVM_LIB).tmp/pom.xml && rm -rf $(KSPARK_JVM_LIB) && \
+	  mv $(KSPARK_JVM_LIB).tmp $(KSPARK_JVM_LIB) && echo "JVM artifacts in $(KSPARK_JVM_LIB)"; }
+
 demo: $(STAMP)
 	$(PY) examples/valuation_signals.py
 
-test: $(STAMP)
+test: $(STAMP) jvm
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
