@@ -541,19 +541,24 @@ def _(b, p):
     b.stream("in").process(AddHeader).to("out")
 
 
+class Ticker(ContextualProcessor):
+    """Counts records; every second of ``type`` time forwards "<time>:<count>" under key ``key``."""
+
+    def __init__(self, type, key):
+        self.type, self.key = type, key
+
+    def init(self, context):
+        super().init(context)
+        self.seen = 0
+        context.schedule(SECOND, self.type, lambda t: context.forward(Record(self.key, f"{t}:{self.seen}", t)))
+
+    def process(self, record):
+        self.seen += 1
+
+
 @scenario("process.punctuate.streamTime", F)
 def _(b, p):
-    class Ticker(ContextualProcessor):
-        def init(self, context):
-            super().init(context)
-            self.seen = 0
-            context.schedule(SECOND, PunctuationType.STREAM_TIME,
-                             lambda t: context.forward(Record("tick", f"{t}:{self.seen}", t)))
-
-        def process(self, record):
-            self.seen += 1
-
-    b.stream("in").process(Ticker).to("out")
+    b.stream("in").process(lambda: Ticker(PunctuationType.STREAM_TIME, "tick")).to("out")
 
 
 def _wallClockSteps(rng):
@@ -565,17 +570,7 @@ def _wallClockSteps(rng):
 
 @scenario("process.punctuate.wallClock", F, steps=_wallClockSteps)
 def _(b, p):
-    class WallTicker(ContextualProcessor):
-        def init(self, context):
-            super().init(context)
-            self.seen = 0
-            context.schedule(SECOND, PunctuationType.WALL_CLOCK_TIME,
-                             lambda t: context.forward(Record("wall", f"{t}:{self.seen}", t)))
-
-        def process(self, record):
-            self.seen += 1
-
-    b.stream("in").process(WallTicker).to("out")
+    b.stream("in").process(lambda: Ticker(PunctuationType.WALL_CLOCK_TIME, "wall")).to("out")
 
 
 @scenario("process.supplier.stores", F, xfailDescribe=ITEM9 + ": supplier object with get() and stores()", stores=COUNTS, xfail=ITEM9 + ": supplier object with get() and stores()")

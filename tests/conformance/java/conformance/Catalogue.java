@@ -161,6 +161,29 @@ final class Catalogue {
         }
     }
 
+    /** Counts records; every second of {@code type} time forwards "time:count" under {@code key}. */
+    static final class Ticker extends ContextualProcessor<String, String, String, String> {
+        private final PunctuationType type;
+        private final String key;
+        private int seen;
+
+        Ticker(final PunctuationType type, final String key) {
+            this.type = type;
+            this.key = key;
+        }
+
+        @Override
+        public void init(final org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context) {
+            super.init(context);
+            context.schedule(Duration.ofMillis(1000), type, t -> context.forward(new Record<>(key, t + ":" + seen, t)));
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            seen++;
+        }
+    }
+
     static StoreBuilder<KeyValueStore<String, Long>> countsStore() {
         return Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("counts"), Serdes.String(), Serdes.Long());
     }
@@ -309,37 +332,9 @@ final class Catalogue {
                 }
             }).to("out")));
         m.put("process.punctuate.streamTime", p -> sb(b -> b.<String, String>stream("in")
-            .process(() -> new ContextualProcessor<String, String, String, String>() {
-                private int seen;
-
-                @Override
-                public void init(final org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context) {
-                    super.init(context);
-                    context.schedule(Duration.ofMillis(1000), PunctuationType.STREAM_TIME,
-                        t -> context.forward(new Record<>("tick", t + ":" + seen, t)));
-                }
-
-                @Override
-                public void process(final Record<String, String> record) {
-                    seen++;
-                }
-            }).to("out")));
+            .process(() -> new Ticker(PunctuationType.STREAM_TIME, "tick")).to("out")));
         m.put("process.punctuate.wallClock", p -> sb(b -> b.<String, String>stream("in")
-            .process(() -> new ContextualProcessor<String, String, String, String>() {
-                private int seen;
-
-                @Override
-                public void init(final org.apache.kafka.streams.processor.api.ProcessorContext<String, String> context) {
-                    super.init(context);
-                    context.schedule(Duration.ofMillis(1000), PunctuationType.WALL_CLOCK_TIME,
-                        t -> context.forward(new Record<>("wall", t + ":" + seen, t)));
-                }
-
-                @Override
-                public void process(final Record<String, String> record) {
-                    seen++;
-                }
-            }).to("out")));
+            .process(() -> new Ticker(PunctuationType.WALL_CLOCK_TIME, "wall")).to("out")));
         m.put("process.supplier.stores", p -> sb(b -> b.<String, String>stream("in")
             .process(new ProcessorSupplier<String, String, String, String>() {
                 @Override

@@ -240,42 +240,38 @@ public final class Harness {
         final String kind = spec.get("kind").asText();
         final ArrayNode rows = F.arrayNode();
         try {
+            final Object store;
             switch (kind) {
                 case "kv":
                 case "kv-iter":  // the Python side reads it with hasNext()/next()/close()
-                    if (driver.getKeyValueStore(name) == null) {
-                        return missing();
-                    }
-                    addAll(rows, driver.getKeyValueStore(name).all());
+                    store = driver.getKeyValueStore(name);
                     break;
                 case "tkv":
-                    if (driver.getTimestampedKeyValueStore(name) == null) {
-                        return missing();
-                    }
-                    addAll(rows, driver.getTimestampedKeyValueStore(name).all());
+                    store = driver.getTimestampedKeyValueStore(name);
                     break;
                 case "window":
-                    if (driver.getWindowStore(name) == null) {
-                        return missing();
-                    }
-                    addAll(rows, driver.getWindowStore(name).all());
+                    store = driver.getWindowStore(name);
                     break;
                 case "twindow":
-                    if (driver.getTimestampedWindowStore(name) == null) {
-                        return missing();
-                    }
-                    addAll(rows, driver.getTimestampedWindowStore(name).all());
+                    store = driver.getTimestampedWindowStore(name);
                     break;
                 case "session":
-                    if (driver.getSessionStore(name) == null) {
-                        return missing();
-                    }
-                    for (final JsonNode key : spec.path("probe")) {
-                        addAll(rows, driver.<String, Object>getSessionStore(name).fetch(key.asText()));
-                    }
+                    store = driver.getSessionStore(name);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown store kind " + kind);
+            }
+            if (store == null) {
+                return missing();
+            }
+            if (store instanceof org.apache.kafka.streams.state.SessionStore) {
+                for (final JsonNode key : spec.path("probe")) {
+                    addAll(rows, ((org.apache.kafka.streams.state.SessionStore<Object, ?>) store).fetch(key.asText()));
+                }
+            } else if (store instanceof org.apache.kafka.streams.state.WindowStore) {
+                addAll(rows, ((org.apache.kafka.streams.state.WindowStore<?, ?>) store).all());
+            } else {
+                addAll(rows, ((org.apache.kafka.streams.state.KeyValueStore<?, ?>) store).all());
             }
         } catch (final Throwable e) {
             final ObjectNode error = F.objectNode();
