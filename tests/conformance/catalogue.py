@@ -51,6 +51,7 @@ F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Ka
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
 F15 = "FINDINGS F15: windowed reduce after a null value"
 F16 = "FINDINGS F16: SessionWindows refuses a zero gap, Kafka 4.3 only a negative one"
+F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
 
 
 # ------------------------------------------------------------------------------ input generators
@@ -136,7 +137,8 @@ STREAM_GLOBAL = {"in": Gen(keys(nulls=0.05), words(nulls=0.05), 2.0), "glb": Gen
 def generateSteps(inputs: dict[str, Gen], rng: random.Random, n: int, headers: float = 0.3,
                   leading: tuple = ()) -> list[dict]:
     """``n`` records over ``inputs``' topics by weight, timestamps mostly rising (0-400 ms apart)
-    with one in seven going back up to 1.5 s; about ``headers`` of them carry a header; after
+    with one in seven going back up to 1.5 s and one in twenty jumping 1-3 s ahead (past window
+    and store retention); about ``headers`` of them carry a header; after
     the ``leading`` records ``(topic, key, value)``, at the first timestamp."""
     topics, weights = list(inputs), [g.weight for g in inputs.values()]
     ts, steps = rng.randint(0, 500), []
@@ -146,7 +148,9 @@ def generateSteps(inputs: dict[str, Gen], rng: random.Random, n: int, headers: f
     for _ in range(n):
         topic = rng.choices(topics, weights)[0]
         gen = inputs[topic]
-        ts = max(0, ts + (rng.randint(-1500, 0) if rng.random() < 1 / 7 else rng.randint(0, 400)))
+        jump = rng.random()
+        ts = max(0, ts + (rng.randint(-1500, 0) if jump < 1 / 7 else rng.randint(1000, 3000) if jump > 0.95
+                          else rng.randint(0, 400)))
         h = [["h", bytes([rng.getrandbits(8)]).hex()]] if rng.random() < headers else []
         k, v = gen.keys(rng), gen.values(rng)
         steps.append({"pipe": topic, "k": None if k is None else k.hex(), "v": None if v is None else v.hex(),
@@ -411,6 +415,16 @@ def _(b, p):
                 .noDefaultBranch())
     for s in branches.values():
         s.to("out1")
+
+
+@scenario("stream.split.defaultBranch.named", F, outputs=("out0", "out1"))
+def _(b, p):
+    branches = (b.stream("in")
+                .split(Named.as_("s-"))
+                .branch(lambda k, v: v is not None and len(v) == 1, Branched.as_("one"))
+                .defaultBranch(Branched.as_("rest")))
+    branches["s-one"].to("out1")
+    branches["s-rest"].to("out0")
 
 
 @scenario("stream.multiTopic", F, inputs=TWO_STREAMS)
@@ -851,7 +865,19 @@ def _(b, p):
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.emitFinal", F, **WIN)
+@scenario("wcount.emitFinal", F, xfail={"cache": F17}, **WIN)
+def _(b, p):
+    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
+     .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
+     .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
+
+
+def _expiredBeforeClose(rng):
+    return [{"pipe": "in", "k": b"a".hex(), "v": b"x".hex(), "ts": ts, "h": []} for ts in (1456, 3218, 3300)]
+
+
+@scenario("wcount.emitFinal.expiredInCache", F, java="wcount.emitFinal", steps=_expiredBeforeClose,
+          xfail={"cache": F17}, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
@@ -924,6 +950,13 @@ def _(b, p):
      .map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
+@scenario("waggregate.materialized", F, xfail={"cache": ITEM1 + ": aggregate(init, agg, Materialized) bound as Named"}, **WIN)
+def _(b, p):
+    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND))
+     .aggregate(lambda: 0, lambda k, v, a: a + length(v), Materialized.with_(Serdes.String(), Serdes.Long()))
+     .toStream().map(lambda w, v: KeyValue.pair(wk(w), v)).to("out", LONGS))
+
+
 @scenario("waggregate.named.materialized", F, xfail={"cache": ITEM8}, stores=({"name": "wagg-store", "kind": "twindow"},), **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND))
@@ -970,6 +1003,12 @@ def _(b, p):
 def _(b, p):
     (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count().toStream().to("out"))
+
+
+@scenario("scount.named", F, xfail={"nocache": F7}, **WIN)
+def _(b, p):
+    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count(Named.as_("sc"))
+     .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
 @scenario("scount.grace", F, xfail={"nocache": F7}, **WIN)
@@ -1079,6 +1118,11 @@ def _(b, p):
 @scenario("table.filter", F, **TBL)
 def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2).toStream().to("out")
+
+
+@scenario("table.filter.named", F, **TBL)
+def _(b, p):
+    b.table("in").filter(lambda k, v: len(v) > 2, Named.as_("flt")).toStream().to("out")
 
 
 @scenario("table.filter.materialized", F, xfailDescribe=ITEM1 + ": KTable.filter(predicate, Materialized) bound as Named", stores=({"name": "f", "kind": "tkv"},),
@@ -1198,6 +1242,12 @@ def _(b, p):
     left.outerJoin(b.table("in2"), lambda a, c: orDash(a) + "|" + orDash(c)).toStream().to("out")
 
 
+@scenario("table.join.named", F, xfail={"cache": F6}, **TBL2)
+def _(b, p):
+    left = b.table("in1")
+    left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn")).toStream().to("out")
+
+
 @scenario("table.join.materialized", F, xfailDescribe=ITEM1 + ": KTable.join(other, joiner, Materialized) bound as Named", stores=({"name": "j", "kind": "tkv"},),
           xfail=ITEM1 + ": KTable.join(other, joiner, Materialized) bound as Named", **TBL2)
 def _(b, p):
@@ -1235,6 +1285,11 @@ def _(b, p):
 @scenario("toTable", F, **TBL)
 def _(b, p):
     b.stream("in").toTable().toStream().to("out")
+
+
+@scenario("toTable.named", F, **TBL)
+def _(b, p):
+    b.stream("in").toTable(Named.as_("as-table")).toStream().to("out")
 
 
 @scenario("toTable.materialized", F, xfailDescribe=ITEM1 + ": toTable(Materialized) bound as Named", stores=({"name": "tt", "kind": "tkv"},),
@@ -1315,6 +1370,13 @@ def _(b, p):
 def _(b, p):
     g = b.globalTable("glb", Consumed.with_(Serdes.String(), Serdes.String()))
     b.stream("in").join(g, lambda k, v: None if v is None else v[0:1], lambda v, gv: v + "|" + gv).to("out")
+
+
+@scenario("sjoin.global.consumed.materialized", F, stores=({"name": "g-store", "kind": "tkv"},), **GJOIN)
+def _(b, p):
+    g = b.globalTable("glb", Consumed.with_(Serdes.String(), Serdes.String()), Materialized.as_("g-store"))
+    (b.stream("in").leftJoin(g, lambda k, v: None if v is None else v[0:1], lambda v, gv: v + "|" + orDash(gv))
+     .to("out"))
 
 
 @scenario("globalStore", F, stores=({"name": "gstore", "kind": "kv"},), **GJOIN)

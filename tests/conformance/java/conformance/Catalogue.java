@@ -251,6 +251,14 @@ final class Catalogue {
                 .noDefaultBranch();
             branches.values().forEach(s -> s.to("out1"));
         }));
+        m.put("stream.split.defaultBranch.named", p -> sb(b -> {
+            final Map<String, KStream<String, String>> branches = b.<String, String>stream("in")
+                .split(Named.as("s-"))
+                .branch((k, v) -> v != null && v.length() == 1, Branched.as("one"))
+                .defaultBranch(Branched.as("rest"));
+            branches.get("s-one").to("out1");
+            branches.get("s-rest").to("out0");
+        }));
         m.put("stream.multiTopic", p -> sb(b -> b.<String, String>stream(Arrays.asList("in1", "in2")).to("out")));
         m.put("stream.pattern", p -> sb(b -> b.<String, String>stream(Pattern.compile("in[0-9]")).to("out")));
         m.put("stream.to.produced", p -> sb(b -> b.<String, String>stream("in")
@@ -539,6 +547,10 @@ final class Catalogue {
             .windowedBy(TimeWindows.ofSizeWithNoGrace(second))
             .aggregate(() -> "", (k, v, a) -> a + orDash(v), Named.as("wa")).toStream()
             .map((w, v) -> KeyValue.pair(wk(w), v)).to("out")));
+        m.put("waggregate.materialized", p -> sb(b -> b.<String, String>stream("in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(second))
+            .aggregate(() -> 0L, (k, v, a) -> a + len(v), Materialized.with(Serdes.String(), Serdes.Long()))
+            .toStream().map((w, v) -> KeyValue.pair(wk(w), v)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
         m.put("waggregate.named.materialized", p -> sb(b -> b.<String, String>stream("in").groupByKey()
             .windowedBy(TimeWindows.ofSizeWithNoGrace(second))
             .aggregate(() -> 0L, (k, v, a) -> a + len(v), Named.as("wagg"),
@@ -558,6 +570,9 @@ final class Catalogue {
             .map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
         m.put("scount.inherit", p -> sb(b -> b.stream("in", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(gap)).count().toStream().to("out")));
+        m.put("scount.named", p -> sb(b -> b.<String, String>stream("in").groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(gap)).count(Named.as("sc")).toStream()
+            .map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
         m.put("scount.grace", p -> sb(b -> b.<String, String>stream("in").groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(gap, Duration.ofMillis(1000))).count().toStream()
             .map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
@@ -608,6 +623,8 @@ final class Catalogue {
             Materialized.as("t")).toStream().to("out")));
         m.put("table.filter", p -> sb(b -> b.<String, String>table("in")
             .filter((k, v) -> v.length() > 2).toStream().to("out")));
+        m.put("table.filter.named", p -> sb(b -> b.<String, String>table("in")
+            .filter((k, v) -> v.length() > 2, Named.as("flt")).toStream().to("out")));
         m.put("table.filter.materialized", p -> sb(b -> b.<String, String>table("in")
             .filter((k, v) -> v.length() > 2, Materialized.as("f")).toStream().to("out")));
         m.put("table.filter.named.materialized", p -> sb(b -> b.<String, String>table("in")
@@ -666,6 +683,10 @@ final class Catalogue {
             final KTable<String, String> left = b.table("in1");
             left.outerJoin(b.<String, String>table("in2"), (a, c) -> orDash(a) + "|" + orDash(c)).toStream().to("out");
         }));
+        m.put("table.join.named", p -> sb(b -> {
+            final KTable<String, String> left = b.table("in1");
+            left.join(b.<String, String>table("in2"), (a, c) -> a + "|" + c, Named.as("jn")).toStream().to("out");
+        }));
         m.put("table.join.materialized", p -> sb(b -> {
             final KTable<String, String> left = b.table("in1");
             left.join(b.<String, String>table("in2"), (a, c) -> a + "|" + c, Materialized.as("j")).toStream().to("out");
@@ -684,6 +705,8 @@ final class Catalogue {
             .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(2000), BufferConfig.maxBytes(120).emitEarlyWhenFull()))
             .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()))));
         m.put("toTable", p -> sb(b -> b.<String, String>stream("in").toTable().toStream().to("out")));
+        m.put("toTable.named", p -> sb(b -> b.<String, String>stream("in")
+            .toTable(Named.as("as-table")).toStream().to("out")));
         m.put("toTable.materialized", p -> sb(b -> b.<String, String>stream("in")
             .toTable(Materialized.as("tt")).toStream().to("out")));
         m.put("toTable.named.materialized", p -> sb(b -> b.<String, String>stream("in")
@@ -735,6 +758,12 @@ final class Catalogue {
             final GlobalKTable<String, String> g = b.globalTable("glb", Consumed.with(Serdes.String(), Serdes.String()));
             b.<String, String>stream("in").join(g, (k, v) -> v == null ? null : v.substring(0, 1), (v, gv) -> v + "|" + gv)
                 .to("out");
+        }));
+        m.put("sjoin.global.consumed.materialized", p -> sb(b -> {
+            final GlobalKTable<String, String> g = b.globalTable("glb", Consumed.with(Serdes.String(), Serdes.String()),
+                Materialized.as("g-store"));
+            b.<String, String>stream("in").leftJoin(g, (k, v) -> v == null ? null : v.substring(0, 1),
+                (v, gv) -> v + "|" + orDash(gv)).to("out");
         }));
         m.put("globalStore", p -> sb(b -> {
             b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("gstore"), Serdes.String(),
