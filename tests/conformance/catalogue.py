@@ -88,12 +88,6 @@ def stamped(nulls: float = 0.0):
     return gen
 
 
-def rawBytes(sizes=(0, 1, 2, 3, 4, 8, 16)):
-    def gen(rng):
-        return bytes(rng.getrandbits(8) for _ in range(rng.choice(sizes)))
-    return gen
-
-
 def serdeBytes(serde: str, bad: float = 0.0):
     """Valid encodings of ``serde``'s type, and now and then a wrong size or invalid text."""
     def gen(rng):

@@ -6,11 +6,13 @@ A *request* (one scenario variant and one seed) is a JSON object::
 
     {"id", "scenario", "params", "config", "steps", "outputs", "stores"}
 
-Steps pipe one record (key and value as hex bytes, timestamp, headers) or advance the wall
-clock. Both sides answer with the same JSON shape::
+Steps pipe one record (key and value as hex bytes, timestamp, headers), call one of
+``TestInputTopic``'s overloads (``"form"``) or advance the wall clock. Both sides answer with the
+same JSON shape::
 
     {"id", "describe", "steps": [[record, ...] per step], "error": {"at", "chain"} | absent,
-     "stores": {name: [[key, value], ...] | {"missing": true} | {"error": chain}}}
+     "stores": {name: [[key, value], ...] | {"missing": true} | {"error": chain}},
+     "files": {name: text}}
 
 where a record is ``{"t": topic, "k": hex, "v": hex, "ts": ms, "h": [[name, hex], ...]}``:
 serialized bytes, so a serde that kspark does not inherit as Kafka does shows as a mismatch.
