@@ -444,9 +444,19 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
 
 def _windowedFastPath(agg, task, source, node, queue, build):
-    """``build(agg, task, source, node, toStream, sinkNode, queue)`` when the windowed aggregation
-    ``agg`` (no emit-final, no cache) has ``toStream().to()`` (default partitioner) as its only
-    downstream, else None."""
+    """``build(agg, task, source, node, toStream, sinkNode, queue)`` when the fused loop provably
+    computes what the per-node path computes, else None. The conditions:
+
+    - the windows are exactly the built-in ``TimeWindows`` or ``SessionWindows`` (not a
+      subclass): the loops inline their window arithmetic (``TimeWindows.windowsFor``, the
+      session gap), which a custom ``Windows.windowsFor`` would not follow;
+    - no emit-final and no record cache (they forward at other times than on update);
+    - ``toStream().to(topic)`` with a static topic and the default partitioner is the only downstream.
+    """
+    from .._windows import SessionWindows, TimeWindows
+
+    if type(agg.windows) not in (TimeWindows, SessionWindows):
+        return None
     if agg.emitFinal or agg.cache.enabled or len(node.children) != 1:
         return None
     toStream = node.children[0]
@@ -454,7 +464,7 @@ def _windowedFastPath(agg, task, source, node, queue, build):
         return None
     sinkNode = toStream.children[0]
     sink = sinkNode.sink
-    if sink is None or sink.partitioner is not None:
+    if sink is None or sink.partitioner is not None or sink.extractor is not None:
         return None
     return build(agg, task, source, node, toStream, sinkNode, queue)
 
