@@ -372,6 +372,8 @@ class StreamTask:
                     )
                     q.sourceNode = node
                     q.onDeserializationError = self._onDeserializationError
+                    if spec.topicPattern is not None:  # one queue for every matching topic
+                        q.recordTopics, q._pollsAlone = {}, False
                     queues.append(q)
                     self.queueOf[physical] = q
             elif isinstance(spec, ProcessorNodeSpec):
