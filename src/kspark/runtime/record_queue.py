@@ -105,11 +105,12 @@ class RecordQueue:
 
         self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
                                                      UsePartitionTimeOnInvalidTimestamp)
-        from ..serialization import (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde,
-                                     _StringSerde)
+        from ..serialization import (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde,
+                                     _LongSerde, _StringSerde, _UUIDSerde, _VoidSerde)
 
         # built-in deserializers: pure functions of the bytes (None for None), so pollAlone may try them first
-        pure = (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde)
+        pure = (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde,
+                _UUIDSerde, _VoidSerde)
         self._pollsAlone = self._builtInExtractor and type(keySerde) in pure and type(valueSerde) in pure
         self._metrics = metrics
         self._taskId = taskId
