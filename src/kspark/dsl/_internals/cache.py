@@ -83,10 +83,14 @@ def taskCache(context) -> TaskCache:
 
 
 class _Entry:
-    __slots__ = ("record", "existed", "dirty", "size")
+    """A cached update (Kafka ``LRUCacheEntry``): the record, whether the store held the key at the
+    last flush, dirty flag, size, and ``meta``: the record context (topic, partition, offset) it
+    was written in, which is the context downstream sees when it is flushed."""
 
-    def __init__(self, record, existed: bool, size: int) -> None:
-        self.record, self.existed, self.dirty, self.size = record, existed, True, size
+    __slots__ = ("record", "existed", "dirty", "size", "meta")
+
+    def __init__(self, record, existed: bool, size: int, meta=None) -> None:
+        self.record, self.existed, self.dirty, self.size, self.meta = record, existed, True, size, meta
 
 
 class RecordCache:
@@ -133,7 +137,7 @@ class RecordCache:
             n = keyLens[key] = len(self.store._keyBytes(key))
         return n
 
-    def _sizeOf(self, record) -> int:
+    def _sizeOf(self, record, meta) -> int:
         store = self.store
         key, newValue = record.key(), record.value().newValue
         if store is None:
@@ -147,7 +151,6 @@ class RecordCache:
             if newValue is not None:
                 valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
-        meta = self.processor.context().recordMetadata()
         size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
         for hkey, hvalue in record.headers() or ():
             size += len(hkey) + (len(hvalue) if hvalue is not None else 0)
@@ -159,7 +162,8 @@ class RecordCache:
             self.processor.context().forward(record)
             return
         key = record.key()
-        size = self._sizeOf(record)
+        meta = self.processor.context().recordMetadata()
+        size = self._sizeOf(record, meta)
         old = self.entries.pop(key, None)
         if old is not None:
             self.sizeBytes -= old.size
@@ -170,7 +174,7 @@ class RecordCache:
                 if change.oldValue is not None or old.record.value().oldValue is not None:
                     # the old value is the one of the last flush (Kafka reads it from the underlying store)
                     record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
-        self.entries[key] = _Entry(record, existedInStore, size)
+        self.entries[key] = _Entry(record, existedInStore, size, meta)
         if self.schema == "session":  # the index holds the cached sessions with a value only
             if record.value().newValue is None:
                 self._unindex(key)
@@ -297,11 +301,17 @@ class RecordCache:
             if entry.record.value().newValue is None:
                 deleted.append(key)
         self.dirty = {}
-        forward = self.processor.context().forward
-        for entry in out:
-            if entry.record.value().newValue is None and not entry.existed:
-                continue   # created and removed between two flushes: the store never saw it
-            forward(entry.record)
+        context = self.processor.context()
+        current = context.metadata
+        try:
+            for entry in out:
+                if entry.record.value().newValue is None and not entry.existed:
+                    continue   # created and removed between two flushes: the store never saw it
+                # Kafka: context.setRecordContext(entry.context()) before forwarding a flushed entry
+                context.metadata = entry.meta
+                context.forward(entry.record)
+        finally:
+            context.metadata = current
         for key in deleted:
             entry = self.entries.pop(key, None)
             if entry is not None:
