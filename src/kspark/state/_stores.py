@@ -71,6 +71,9 @@ class _StoreBase:
     def flush(self) -> None:
         pass
 
+    def init(self, context=None, root=None) -> None:
+        """Kafka ``StateStore#init``: a store built by a test (``MockProcessorContext``) needs nothing more."""
+
     def close(self) -> None:
         self._open = False
 
@@ -552,7 +555,15 @@ class StoreBuilder:
     def loggingEnabled(self) -> bool:
         return self._logging
 
-    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore | WindowStore | SessionStore:
+    def build(self, defaultKeySerde: Serde | None = None,
+              defaultValueSerde: Serde | None = None) -> KeyValueStore | WindowStore | SessionStore:
+        """A new store; serdes unset here and in the builder fall back to ``defaultKeySerde`` /
+        ``defaultValueSerde`` (the task's ``default.key.serde`` / ``default.value.serde``), else to
+        kspark's defaults (String keys, JSON values) for a store built by a test."""
+        if defaultKeySerde is None or defaultValueSerde is None:
+            from ..serialization import Serdes
+
+            defaultKeySerde, defaultValueSerde = defaultKeySerde or Serdes.String(), defaultValueSerde or Serdes.JSON()
         if isinstance(self._supplier, SessionBytesStoreSupplier):
             s = self._supplier
             return SessionStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
