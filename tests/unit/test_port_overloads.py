@@ -69,7 +69,7 @@ def test_windowed_count_with_materialized():
      .windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count(Materialized.as_("w")).toStream().to("out"))
     with TopologyTestDriver(b.build()) as d:
         d.createInputTopic("in").pipeKeyValueList([("a", "x"), ("a", "y")], 12, 1)
-        assert [(kv.key, kv.value.value) for kv in d.getWindowStore("w").fetch("a", 0, 100)] == [(10, 2)]
+        assert list(d.getWindowStore("w").fetch("a", 0, 100)) == [KeyValue(10, 2)]
         # TimeWindowedSerializer (inner key bytes + 8-byte start) and a Long, inherited (DP-1)
         assert d.createOutputTopic("out", *RAW).readKeyValuesToList() == [
             KeyValue(b"a" + long(10), long(1)), KeyValue(b"a" + long(10), long(2))]

@@ -234,7 +234,7 @@ class TimeWindowedKStream(_WindowedKStream):
         def storeBuilder(storeName):
             supplier = _supplierOf("TimeWindowedKStream", materialized, WindowBytesStoreSupplier,
                                    "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
-            builder = Stores.windowStoreBuilder(
+            builder = Stores.timestampedWindowStoreBuilder(
                 supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
                 materialized.keySerde, materialized.valueSerde)
             return builder if materialized.logging else builder.withLoggingDisabled()

@@ -31,19 +31,44 @@ class ValueAndTimestamp(NamedTuple):
 
 
 class KeyValueIterator:
-    """Iterator of ``KeyValue`` pairs; ``close()`` (or ``with``) releases it (Kafka ``KeyValueIterator``)."""
+    """Iterator of ``KeyValue`` pairs (Kafka ``KeyValueIterator``): Python iteration, or Kafka's
+    ``hasNext()`` / ``next()`` / ``peekNextKey()``; ``close()`` (or ``with``) releases it.
 
-    def __init__(self, items: list) -> None:
-        self._it = iter(items)
+    Raises
+    ------
+    LookupError
+        From ``next()`` / ``peekNextKey()`` past the end (Kafka: ``NoSuchElementException``).
+    """
+
+    def __init__(self, items) -> None:
+        self._items = items if isinstance(items, list) else list(items)
+        self._i = 0
 
     def __iter__(self) -> "KeyValueIterator":
         return self
 
     def __next__(self):
-        return next(self._it)
+        i = self._i
+        if i >= len(self._items):
+            raise StopIteration
+        self._i = i + 1
+        return self._items[i]
+
+    def hasNext(self) -> bool:
+        return self._i < len(self._items)
+
+    def next(self):
+        if self._i >= len(self._items):
+            raise LookupError("no more entries in this iterator")
+        return self.__next__()
+
+    def peekNextKey(self):
+        if self._i >= len(self._items):
+            raise LookupError("no more entries in this iterator")
+        return self._items[self._i][0]
 
     def close(self) -> None:
-        self._it = iter(())
+        self._items, self._i = [], 0
 
     def __enter__(self) -> "KeyValueIterator":
         return self
@@ -200,6 +225,8 @@ class WindowStore(_TimeOrderedStoreBase):
     before ``observedStreamTime - retention`` are dropped (Kafka's in-memory window store).
     Iteration is by window start, then serialized key.
     """
+
+    timestamped = False  # built by Stores.timestampedWindowStoreBuilder: values are ValueAndTimestamp
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool,
                  retentionMs: int, windowSizeMs: int) -> None:
@@ -532,6 +559,7 @@ class StoreBuilder:
         self._valueSerde = valueSerde
         self._caching = False
         self._logging = True
+        self._timestampedWindows = False  # Stores.timestampedWindowStoreBuilder
 
     def name(self) -> str:
         return self._supplier.name
@@ -570,8 +598,10 @@ class StoreBuilder:
                                 s.persistent, s.retentionPeriod)
         if isinstance(self._supplier, WindowBytesStoreSupplier):
             s = self._supplier
-            return WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
-                               s.persistent, s.retentionPeriod, s.windowSize)
+            store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
+                                s.persistent, s.retentionPeriod, s.windowSize)
+            store.timestamped = self._timestampedWindows
+            return store
         cls = TimestampedKeyValueStore if self._supplier.timestamped else KeyValueStore
         return cls(
             self._supplier.name,
@@ -625,6 +655,15 @@ class Stores:
     def windowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
                            valueSerde: Serde | None = None) -> StoreBuilder:
         return StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+
+    @staticmethod
+    def timestampedWindowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
+                                      valueSerde: Serde | None = None) -> StoreBuilder:
+        """Builder of a window store whose values are ``ValueAndTimestamp`` (Kafka
+        ``Stores#timestampedWindowStoreBuilder``; the DSL's windowed aggregations use it)."""
+        builder = StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+        builder._timestampedWindows = True
+        return builder
 
     @staticmethod
     def keyValueStoreBuilder(

@@ -14,7 +14,8 @@ from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import ProducedColumns, StreamTask
 from ..serialization import Serde
-from ..state import KeyValueIterator, SessionStore, TimestampedKeyValueStore, WindowStore
+from ..state import KeyValueStore, SessionStore, TimestampedKeyValueStore, WindowStore
+from ._store_views import PlainValueStore, SessionStoreView, WindowStoreView
 from ..topology import Subtopology, Topology
 from ..topology._topology import SinkNodeSpec
 
@@ -269,26 +270,6 @@ class TestOutputTopic:
         return self.getQueueSize() == 0
 
 
-class _PlainValueStore:
-    """Read view of a timestamped store that returns plain values (Kafka TTD's facade)."""
-
-    def __init__(self, store: TimestampedKeyValueStore) -> None:
-        self._store = store
-
-    def name(self) -> str:
-        return self._store.name()
-
-    def get(self, key: Any) -> Any:
-        v = self._store.get(key)
-        return None if v is None else v.value
-
-    def all(self) -> KeyValueIterator:
-        return KeyValueIterator([KeyValue(k, v.value) for k, v in self._store.all()])
-
-    def approximateNumEntries(self) -> int:
-        return self._store.approximateNumEntries()
-
-
 class TopologyTestDriver:
     """Runs a topology in process, record by record, on the production task engine (Kafka ``TopologyTestDriver``).
 
@@ -510,24 +491,41 @@ class TopologyTestDriver:
     def getStateStore(self, name: str) -> Any:
         return self._task.stores.get(name)
 
+    def _cacheOf(self, name: str):
+        caches = getattr(self._task, "recordCache", None)
+        return None if caches is None else caches.byStore.get(name)
+
     def getKeyValueStore(self, name: str) -> Any:
-        """The store ``name`` (a timestamped KTable store is shown with plain values), or None."""
+        """The key-value store ``name``, or None; a timestamped (KTable) store is shown with plain
+        values, as Kafka's driver does. Iterators have ``hasNext()``/``next()``/``close()``."""
         store = self._task.stores.get(name)
-        return _PlainValueStore(store) if isinstance(store, TimestampedKeyValueStore) else store
+        return PlainValueStore(store) if isinstance(store, TimestampedKeyValueStore) else (
+            store if isinstance(store, KeyValueStore) else None)
 
     def getTimestampedKeyValueStore(self, name: str) -> Any:
+        """The timestamped key-value store ``name`` (values are ``ValueAndTimestamp``), or None."""
         store = self._task.stores.get(name)
         return store if isinstance(store, TimestampedKeyValueStore) else None
 
     def getWindowStore(self, name: str) -> Any:
-        """The window store ``name`` (values are ``ValueAndTimestamp`` for DSL aggregations), or None."""
+        """The window store ``name`` with plain values (Kafka's ``WindowStoreFacade`` for a DSL
+        window aggregation's timestamped store), read through its record cache: a cached window
+        the store dropped past its retention is still shown (Kafka ``CachingWindowStore``); or None."""
         store = self._task.stores.get(name)
-        return store if isinstance(store, WindowStore) else None
+        return WindowStoreView(store, self._cacheOf(name), True) if isinstance(store, WindowStore) else None
+
+    def getTimestampedWindowStore(self, name: str) -> Any:
+        """As ``getWindowStore`` with ``ValueAndTimestamp`` values, for a timestamped window store; or None."""
+        store = self._task.stores.get(name)
+        ok = isinstance(store, WindowStore) and store.timestamped
+        return WindowStoreView(store, self._cacheOf(name), False) if ok else None
 
     def getSessionStore(self, name: str) -> Any:
-        """The session store ``name``, or None."""
+        """The session store ``name`` read through its record cache, as Kafka's ``CachingSessionStore``:
+        a session past the store's retention that the cache still holds is returned by
+        ``fetch``/``findSessions``/``fetchSession`` (rule ST-9); or None."""
         store = self._task.stores.get(name)
-        return store if isinstance(store, SessionStore) else None
+        return SessionStoreView(store, self._cacheOf(name)) if isinstance(store, SessionStore) else None
 
     def getAllStateStores(self) -> dict[str, Any]:
         return dict(self._task.stores)

@@ -63,6 +63,7 @@ class TaskCache:
         self.maxBytes = maxBytes
         self.sizeBytes = 0
         self.evictions = 0
+        self.byStore: dict[str, "RecordCache"] = {}  # store name -> its cache (read-through views)
 
     def maybeEvict(self, cache: "RecordCache") -> None:
         """``ThreadCache.maybeEvict``: evict from the cache just written until the task fits."""
@@ -115,6 +116,8 @@ class RecordCache:
             context = processor.context()
             self.task = taskCache(context)
             self.store, self.schema = store, schema
+            if store is not None:
+                self.task.byStore[store.name()] = self
             if schema == "session":
                 state = context.nodeState()
                 saved = state.pop("sessionCache", None)
@@ -267,6 +270,18 @@ class RecordCache:
             self.sizeBytes += entry.size
         self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes
+
+    def cachedValues(self, key=None) -> list:
+        """The cached entries with a value (a tombstone hides nothing the store still holds: the
+        store is written through), as ``(cache key, value, record timestamp)``; with ``key``, only
+        those whose (inner) key is ``key``. For read-through views of the store."""
+        out = []
+        for cacheKey, entry in self.entries.items():
+            inner = cacheKey if self.schema == "keyValue" else cacheKey.key()
+            value = entry.record.value().newValue
+            if value is not None and (key is None or inner == key):
+                out.append((cacheKey, value, entry.record.timestamp()))
+        return out
 
     def touch(self, key) -> None:
         """A read of a cached key makes it the most recently used (``NamedCache.get``)."""
