@@ -96,7 +96,7 @@ class WindowStoreView:
     def _windows(self, key=None) -> dict:
         """(start, key bytes) -> (key, value as shown) of live and cached windows."""
         store, timestamped = self._store, self._store.timestamped
-        out = {k: (key_, v) for k, (key_, v) in store._data.items() if store._live(k[0])}
+        out = {k: (key_, store._thaw(v)) for k, (key_, v) in store._data.items() if store._live(k[0])}
         if self._cache is not None:
             for windowed, value, timestamp in self._cache.cachedValues(key):
                 start = windowed.window().start()

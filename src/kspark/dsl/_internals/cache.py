@@ -53,6 +53,8 @@ from bisect import bisect_left, insort
 from collections import OrderedDict
 from typing import Any
 
+from ...state._stores import _IMMUTABLE, _Frozen
+
 _NODE_OVERHEAD = 8 + 8 + 8 + 1 + 8 + 8 + 4   # LRUNode entry/previous/next, dirty flag, timestamp, offset, partition
 
 
@@ -152,7 +154,10 @@ class RecordCache:
                 keyLen = 8 + self._keyLen(key.key()) + (16 if self.schema == "session" else 12)
             valueLen = 0
             if newValue is not None:
-                valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
+                if type(newValue) is _Frozen:
+                    valueLen = len(newValue)
+                else:
+                    valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
         size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
         for hkey, hvalue in record.headers() or ():
@@ -165,6 +170,10 @@ class RecordCache:
             self.processor.context().forward(record)
             return
         key = record.key()
+        change = record.value()
+        if type(change.newValue) not in _IMMUTABLE and self.store is not None:
+            # Kafka's cache holds bytes: what is forwarded later cannot be changed in place meanwhile
+            record = record.withValue(type(change)(self.store._freeze(change.newValue), change.oldValue))
         meta = self.processor.context().recordMetadata()
         size = self._sizeOf(record, meta)
         old = self.entries.pop(key, None)
@@ -227,7 +236,7 @@ class RecordCache:
                     break
             else:
                 windowed = windows[(end, start)]
-                value = self.entries[windowed].record.value().newValue
+                value = self.store._thaw(self.entries[windowed].record.value().newValue)
                 if value is not None:
                     if extra is None:
                         extra = []
@@ -278,7 +287,7 @@ class RecordCache:
         out = []
         for cacheKey, entry in self.entries.items():
             inner = cacheKey if self.schema == "keyValue" else cacheKey.key()
-            value = entry.record.value().newValue
+            value = self.store._thaw(entry.record.value().newValue)
             if value is not None and (key is None or inner == key):
                 out.append((cacheKey, value, entry.record.timestamp()))
         return out
@@ -324,7 +333,10 @@ class RecordCache:
                     continue   # created and removed between two flushes: the store never saw it
                 # Kafka: context.setRecordContext(entry.context()) before forwarding a flushed entry
                 context.metadata = entry.meta
-                context.forward(entry.record)
+                record, change = entry.record, entry.record.value()
+                if type(change.newValue) is _Frozen:  # a new object per flush, as Kafka deserializes
+                    record = record.withValue(type(change)(self.store._thaw(change.newValue), change.oldValue))
+                context.forward(record)
         finally:
             context.metadata = current
         for key in deleted:

@@ -9,6 +9,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...processor import ContextualProcessor, Record, RecordMetadata
 from ...state import ValueAndTimestamp
+from ...state._stores import _IMMUTABLE
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
 from .session_count_batch import batchRunner, countAggregator, countInitializer, countMerger
@@ -195,6 +196,19 @@ class KStreamKTableJoin(ContextualProcessor):
             self.context().forward(record.withValue(joined))
 
 
+def oldValueToForward(processor, key, oldAgg, sendOldValues: bool):
+    """The old aggregate an aggregation forwards in ``Change(new, old)`` (None unless
+    ``sendOldValues``). Uncached, Kafka forwards the very object the aggregator was given, so an
+    aggregator that changes it in place changes the old value too; cached, Kafka's flush reads the
+    old value from the store's bytes, unchanged: for a mutable value that is a second read of the
+    store (kspark's store gives a new object per read)."""
+    if not sendOldValues:
+        return None
+    if oldAgg is None or type(oldAgg) in _IMMUTABLE or not processor.cache.enabled:
+        return oldAgg
+    return processor.store.get(key).value
+
+
 class KStreamAggregate(ContextualProcessor):
     """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
 
@@ -225,11 +239,10 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
             timestamp, oldAgg = record.timestamp(), None
         else:
-            oldAgg = old.value
-            newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
+            oldAgg = oldValueToForward(self, key, old.value, self.sendOldValues)  # sendOldValues: set by the table's supplier
+            newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
-        oldAgg = oldAgg if self.sendOldValues else None  # set by the table's supplier when downstream asks
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
