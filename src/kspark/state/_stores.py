@@ -293,7 +293,10 @@ class WindowStore(_TimeOrderedStoreBase):
         if value is None:
             self._data.pop((windowStartTimestamp, kb), None)
         else:
-            self._data[(windowStartTimestamp, kb)] = (key, self._freeze(value))
+            t = type(value)  # _freeze's checks inline: a count's ValueAndTimestamp(int) is kept as it is
+            if t not in _IMMUTABLE and (t is not ValueAndTimestamp or type(value[0]) not in _IMMUTABLE):
+                value = self._freeze(value)
+            self._data[(windowStartTimestamp, kb)] = (key, value)
         if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
             # keep the window starting exactly at observed - retention: the time-ordered read of
             # emit-final (_fetchAllTimeFirst) still returns it
