@@ -9,7 +9,7 @@ per node. Rules T-18 (window aggregate timestamps), SA-10 (cache flushed per rec
 import pytest
 
 from kspark import Consumed, Serdes, StreamsBuilder, TimeWindow, TimeWindows, Windows
-from kspark.testing import TestRecord, TopologyTestDriver
+from kspark.testing import TopologyTestDriver
 
 INPUT = [("a", "x", 3), ("a", "y", 7), ("b", "z", 12), ("a", "w", 16)]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..processor import TimestampExtractor
 from ..serialization import Serde
-from ._overloads import FUNCTION, Kind, bind, check, instanceOf
+from ._overloads import Kind, bind, check, instanceOf
 
 __all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned"]
 

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
 from ..processor import FailOnInvalidTimestamp
+from ..topology._topology import supplierGet
 from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, Grouped, Joined, Materialized,
                               Named, Produced, Repartitioned, named as _named, nameOf)
 from ._overloads import Kind, bind, check, instanceOf
@@ -146,7 +147,7 @@ class KStream:
     def _processNode(self, method: str, prefix: str, supplier, storeNames: tuple, named, wrap) -> tuple:
         """Add a ``process``/``processValues`` node: Kafka's overloads by type, the supplier's
         stores, the stateful-after-key-change note. Returns (node name, all its store names)."""
-        get = supplierFunction(f"KStream.{method}", supplier)
+        get = supplierFunction(method, supplier)
         if storeNames and not isinstance(storeNames[0], str) and named is None:  # process(supplier, Named, ...)
             named, storeNames = storeNames[0], storeNames[1:]
         for store in storeNames:
@@ -155,7 +156,7 @@ class KStream:
         name = _named(f"KStream.{method}", named) or self._builder._newProcessorName(prefix)
         topology = self._builder._topology
         topology.addProcessor(name, lambda: wrap(get()), self._name)
-        provided = [b.name() for b in connectedStores(topology, name, supplier)]
+        provided = topology._addSupplierStores(name, supplier)
         topology.connectProcessorAndStateStores(name, *storeNames)
         allStores = tuple(dict.fromkeys([*provided, *storeNames]))
         self._noteStatefulAfterKeyChange(name, allStores)
@@ -451,32 +452,16 @@ class KStream:
 
 
 def supplierFunction(method: str, supplier) -> Callable[[], Any]:
-    """The ``get`` of a ``ProcessorSupplier``: ``supplier`` itself if it is a function or class,
-    its ``get`` method if it is a supplier object. Kafka's ``ApiUtils.checkSupplier``: two calls
-    must return two objects.
+    """``supplierGet`` plus Kafka's ``ApiUtils.checkSupplier``: two calls must return two objects.
 
     Raises
     ------
     TypeError
-        If ``supplier`` has neither form, or returns the same processor twice.
+        If ``supplier`` is no supplier, or returns the same processor twice.
     """
-    get = supplier if callable(supplier) and not callable(getattr(supplier, "get", None)) else getattr(
-        supplier, "get", None)
-    if not callable(get):
-        raise TypeError(f"{method}(): processorSupplier must be a function (or class) returning a new Processor, "
-                        f"or an object with get(); got {type(supplier).__name__}")
+    get = supplierGet(f"KStream.{method}", supplier)
     if not isinstance(supplier, type):
         first = get()
         if first is not None and first is get():
-            raise TypeError(f"{method}(): processorSupplier#get() must return a new object each time it is called.")
+            raise TypeError(f"KStream.{method}(): processorSupplier#get() must return a new object each time it is called.")
     return get
-
-
-def connectedStores(topology, processorName: str, supplier) -> list:
-    """Kafka ``ConnectedStoreProvider``: add the ``StoreBuilder``s of ``supplier.stores()`` (if it
-    has that method) and connect them to ``processorName``; returns them."""
-    stores = getattr(supplier, "stores", None)
-    builders = list(stores() or ()) if callable(stores) and not isinstance(supplier, type) else []
-    for builder in builders:
-        topology.addStateStore(builder, processorName)
-    return builders

@@ -12,7 +12,6 @@ accepted forms. Nothing is ever bound by position alone.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Sequence
 
 __all__ = ["Kind", "bind", "check", "instanceOf", "FUNCTION"]
@@ -33,7 +32,6 @@ def instanceOf(name: str, *types: type) -> Kind:
 
 
 FUNCTION = Kind("function", callable)
-PATTERN = instanceOf("re.Pattern", re.Pattern)
 
 
 def _describe(value: Any) -> str:

@@ -80,6 +80,23 @@ class _NullKeyPolicy:
     dropNullKeys = True
 
 
+def supplierGet(method: str, supplier) -> Callable[[], Any]:
+    """The ``get`` of a ``ProcessorSupplier``: ``supplier`` itself if it is a function or class,
+    its ``get`` method if it is a supplier object.
+
+    Raises
+    ------
+    TypeError
+        If ``supplier`` is neither.
+    """
+    get = supplier if callable(supplier) and not callable(getattr(supplier, "get", None)) else getattr(
+        supplier, "get", None)
+    if not callable(get):
+        raise TypeError(f"{method}(): the processor supplier must be a function (or class) taking no argument "
+                        f"that returns a new Processor, or an object with get(); got {type(supplier).__name__}")
+    return get
+
+
 class Topology:
     """A processing graph of sources, processors, stores and sinks (Kafka ``Topology``).
 
@@ -145,17 +162,21 @@ class Topology:
         ``Processor`` per task: a function (or class) taking no argument, or an object with
         ``get()``; if it also has ``stores()`` (Kafka ``ConnectedStoreProvider``), the
         ``StoreBuilder``s it returns are added and connected to the processor."""
-        stores = getattr(supplier, "stores", None) if not isinstance(supplier, type) else None
-        get = supplier if callable(supplier) and not callable(getattr(supplier, "get", None)) else getattr(
-            supplier, "get", None)
-        if not callable(get):
-            raise TypeError("processor supplier must be a callable taking no argument, or an object with get()")
+        get = supplierGet("Topology.addProcessor", supplier)
         if not parentNames:
             raise TopologyException(f"Processor {name} must have at least one parent")
         self._addNode(ProcessorNodeSpec(name, get, list(parentNames)), parentNames)
-        for storeBuilder in (stores() or ()) if callable(stores) else ():
-            self.addStateStore(storeBuilder, name)
+        self._addSupplierStores(name, supplier)
         return self
+
+    def _addSupplierStores(self, processorName: str, supplier) -> list[str]:
+        """Kafka ``ConnectedStoreProvider``: add the ``StoreBuilder``s of ``supplier.stores()`` (if it
+        has that method) and connect them to ``processorName``; returns their names."""
+        stores = getattr(supplier, "stores", None) if not isinstance(supplier, type) else None
+        builders = list(stores() or ()) if callable(stores) else []
+        for builder in builders:
+            self.addStateStore(builder, processorName)
+        return [b.name() for b in builders]
 
     def addSink(
         self,
