@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import TopologyException
 from ..processor import FailOnInvalidTimestamp
 from ..topology._topology import supplierGet
-from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, Grouped, Joined, Materialized,
+from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, STRING, Grouped, Joined, Materialized,
                               Named, Produced, Repartitioned, named as _named, nameOf)
 from ._overloads import Kind, bind, check, instanceOf
 from ._internals.processors import (
@@ -141,7 +141,7 @@ class KStream:
             If a store name was not added with ``StreamsBuilder.addStateStore`` or ``stores()``.
         """
         name, storeNames = self._processNode("process", "KSTREAM-PROCESSOR-", processorSupplier, storeNames, named,
-                                             lambda get: get)
+                                             lambda processor: processor)
         return self._derived(name, True, None, None)
 
     def _processNode(self, method: str, prefix: str, supplier, storeNames: tuple, named, wrap) -> tuple:
@@ -151,7 +151,7 @@ class KStream:
         if storeNames and not isinstance(storeNames[0], str) and named is None:  # process(supplier, Named, ...)
             named, storeNames = storeNames[0], storeNames[1:]
         for store in storeNames:
-            check(f"KStream.{method}", "a store name", Kind("str", lambda v: isinstance(v, str)), store, False)
+            check(f"KStream.{method}", "a store name", STRING, store, False)
         # Kafka: a generated name when none is given, no counter burnt for a given one
         name = _named(f"KStream.{method}", named) or self._builder._newProcessorName(prefix)
         topology = self._builder._topology
