@@ -32,9 +32,13 @@ def test_count_writes_an_8_byte_big_endian_long():
 
 def test_consumed_serdes_reach_the_sink():
     b = StreamsBuilder()
-    b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).filter(lambda k, v: v > 1).to("out")
-    out = rawOutput(b, lambda d: d.createInputTopic("in").pipeKeyValueList([("a", 1), ("b", 2)], 5))
-    assert out == [(b"b", long(2), 5)]
+    source = b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long()))
+    source.to("straight")
+    source.filter(lambda k, v: v > 1).to("out")
+    with TopologyTestDriver(b.build()) as d:
+        d.createInputTopic("in").pipeKeyValueList([("a", 1), ("b", 2)], 5)
+        assert d.createOutputTopic("straight", *RAW).readKeyValuesToList() == [(b"a", long(1)), (b"b", long(2))]
+        assert d.createOutputTopic("out", *RAW).readKeyValuesToList() == [(b"b", long(2))]
 
 
 def test_mapvalues_drops_the_value_serde_selectkey_the_key_serde():
