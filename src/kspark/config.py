@@ -651,6 +651,11 @@ class StreamsConfig:
             elif self._values[target] != parsed:
                 _log.warning("Both %s and its deprecated name %s are set; %s=%s applies.", target, alias, target,
                              _show(self._values[target]))
+        if self.processingGuarantee() == self.EXACTLY_ONCE_V2:  # Kafka's verifyMaxInFlightRequestPerConnection
+            for key in ("max.in.flight.requests.per.connection", "producer.max.in.flight.requests.per.connection"):
+                if self._values.get(key, 0) > 5:
+                    raise _invalid("max.in.flight.requests.per.connection", self._values[key],
+                                   "Can't exceed 5 when exactly-once processing is enabled")
         self._logWithoutEffect()
 
     # ------------------------------------------------------------------ checks
@@ -828,10 +833,6 @@ class StreamsConfig:
                         del props[key]
                     else:
                         props[key] = forced
-            inFlight = props.get("max.in.flight.requests.per.connection")
-            if inFlight is not None and int(inFlight) > 5:
-                raise _invalid("max.in.flight.requests.per.connection", inFlight,
-                               "Can't exceed 5 when exactly-once processing is enabled")
         if self.usesKafka():
             props["bootstrap.servers"] = ",".join(self._values["bootstrap.servers"])
         if kind == "consumer" and self.get(self.APPLICATION_ID_CONFIG):

@@ -502,7 +502,7 @@ def test_client_configs_exactly_once_forces_kafkas_settings(caplog):
             "ignored and the Streams default setting (false) will be used.") in messages
     with invalid(6, "max.in.flight.requests.per.connection", "Can't exceed 5 when exactly-once processing is enabled"):
         StreamsConfig({**KAFKA, "processing.guarantee": "exactly_once_v2",
-                       "producer.max.in.flight.requests.per.connection": 6}).clientConfigs("producer")
+                       "producer.max.in.flight.requests.per.connection": 6})
 
 
 def test_client_configs_without_kafka_have_no_bootstrap_servers():
