@@ -257,6 +257,7 @@ class KafkaStreams:
                 "sources": [physical[t] for t in sub.sourceTopics] + globalTopics,
                 "globalSources": globalTopics,
                 "shufflePartitions": shuffle,
+                "logLevel": logging.getLogger("kspark").getEffectiveLevel(),  # executors follow the driver
             })
         return plans
 
