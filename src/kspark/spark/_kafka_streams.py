@@ -107,9 +107,10 @@ class KafkaStreams:
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
         plans = self._plan()
-        from ._progress import ProgressListener
+        from ._progress import ProgressListener, RunProgress, progressMode
 
-        self._listener = ProgressListener(self._appId, self._stateDir / "metrics")
+        self._listener = ProgressListener(RunProgress(self._appId, self._stateDir / "metrics", plans),
+                                          progressMode(self._config))
         self._session().streams.addListener(self._listener)
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
@@ -150,6 +151,7 @@ class KafkaStreams:
         if self._thread is not None:
             self._thread.join()
         if self._listener is not None:
+            self._listener.close(self._queries)  # the live view stops, the run's summary is printed
             self._session().streams.removeListener(self._listener)
             self._listener = None
         if self._state == self.RUNNING:
