@@ -192,6 +192,24 @@ def readSignals(topics) -> list[dict]:
     return sorted(out, key=lambda s: (s["timestamp"], s["code"]))
 
 
+def driverSignals(prices: list[dict], valuations: list[dict]) -> list[dict]:
+    """The signals of ``TopologyTestDriver`` when every record arrives in timestamp order (on
+    equal timestamps the company master first), as :func:`readSignals` lists them: the reference
+    a Spark run must equal."""
+    from kspark.testing import TopologyTestDriver
+
+    events = [(ts, "companies", k, v) for k, v, ts in companyRecords(valuations)]
+    events += [(epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
+    events += [(ts, "valuations", k, v) for k, v, ts in map(valuationRecord, valuations)]
+    events.sort(key=lambda e: e[0])
+    with TopologyTestDriver(buildTopology()) as d:
+        inputs = {t: d.createInputTopic(t) for t in ("prices", "valuations", "companies")}
+        for ts, topic, key, value in events:
+            inputs[topic].pipeInput(key, value, ts)
+        records = d.createOutputTopic("signals").readRecordsToList()
+    return sorted(({**r.value(), "timestamp": r.timestamp()} for r in records), key=lambda s: (s["timestamp"], s["code"]))
+
+
 # ---------------------------------------------------------------------- run
 def config(args) -> dict:
     props = {

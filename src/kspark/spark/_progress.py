@@ -12,14 +12,16 @@ per-batch counter files the sink writes on the driver (``state.dir/<application.
 - records written per topic: ``process-total`` of the sink nodes; dropped records by node and
   reason (``kspark-dropped-records``); punctuations (``punctuate-total``).
 
-``kspark.progress`` chooses the view: ``auto`` (default: rich when stdout is a terminal, plain
-lines otherwise), ``rich``, ``plain`` or ``none`` (no view and no summary).
+``kspark.progress`` (else the ``KSPARK_PROGRESS`` environment variable) chooses the view:
+``auto`` (default: rich when stdout is a terminal, plain lines otherwise), ``rich``, ``plain``
+or ``none`` (no view and no summary).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -40,8 +42,9 @@ _LATEST = "@logEnd"
 
 
 def progressMode(config) -> str:
-    """``kspark.progress`` of ``config`` resolved to ``rich``, ``plain`` or ``none`` (``auto``:
-    rich when stdout is a terminal). Read with a default while the key is not a known one.
+    """``kspark.progress`` of ``config`` (else ``$KSPARK_PROGRESS``, else ``auto``) resolved to
+    ``rich``, ``plain`` or ``none`` (``auto``: rich when stdout is a terminal). Read with a
+    default while the key is not a known one.
 
     Raises
     ------
@@ -52,7 +55,7 @@ def progressMode(config) -> str:
         mode = config.get(PROGRESS_CONFIG)
     except KeyError:
         mode = None
-    mode = str(mode or "auto").strip().lower()
+    mode = str(mode or os.environ.get("KSPARK_PROGRESS") or "auto").strip().lower()
     if mode not in _MODES:
         raise ValueError(f"Invalid value {mode!r} for configuration {PROGRESS_CONFIG}: expected one of {', '.join(_MODES)}")
     if mode == "auto":

@@ -44,6 +44,7 @@ NOISE = (
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
 _showAll = False  # verbose: the pump passes every line
+detachJvm = False  # start the JVM in a session of its own (set by kspark run)
 
 
 def silencePandasWarning() -> None:
@@ -93,7 +94,9 @@ def launchGateway(options: dict[str, str], master: str) -> None:
     conf = SparkConf(loadDefaults=False)
     for key, value in options.items():
         conf.set(key, value)
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    # detached (kspark run): a terminal's Ctrl-C reaches the driver only, which stops the queries
+    # cleanly, instead of also interrupting the JVM's Python workers in the middle of a batch
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": detachJvm})
     threading.Thread(target=_pump, args=(gateway.proc.stderr,), name="kspark-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
