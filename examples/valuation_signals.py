@@ -231,6 +231,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N price rows")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--max-records-per-trigger", type=int, default=None)
+    parser.add_argument("--picture", type=Path, default=None,
+                        help="after the run, draw the topology with its counters (.png/.svg need Graphviz's dot)")
     args = parser.parse_args(argv)
 
     from kspark import KafkaStreams
@@ -261,6 +263,8 @@ def main(argv=None) -> int:
     runSeconds = time.time() - runStart
     streams.close()  # kspark prints its summary: records per topic, drops by reason, wall time
     printSummary(topics, streams.metrics(), readSignals(topics), len(prices) + len(valuations), runSeconds)
+    if args.picture:
+        print(f"wrote {topology.describe().render(args.picture, streams.metrics())}")
     print(f"total wall time {time.time() - started:.1f} s")
     return 0
 

@@ -68,7 +68,7 @@ def test_dot_of_the_flagship_topology_has_describes_nodes_and_edges():
     assert edges == wantEdges
     # one cluster per sub-topology, the global store's included; repartition and global topics marked
     assert re.findall(r"subgraph (cluster_\d+)", dot) == ["cluster_0", "cluster_1", "cluster_2"]
-    assert 'label="Sub-topology 2 (global store)"' in dot
+    assert 'label="Sub-topology 2 (global store, a copy in every task)"' in dot
     assert "valuations-by-code-repartition\\n(repartition topic)" in dot
     assert "companies\\n(global topic)" in dot
 
@@ -97,3 +97,17 @@ def test_picture_without_graphviz_dot_program_fails_naming_the_package_and_keeps
         description.render(tmp_path / "topology.png")
     assert (tmp_path / "topology.dot").read_text() == description.toDot()
     assert description.render(tmp_path / "only.dot").read_text() == description.toDot()
+
+
+def test_a_global_stores_count_is_one_task_copys():
+    """Every task applies all of a global topic to its own copy: the picture shows one copy's count."""
+    from kspark.runtime.metrics import NODE_GROUP, MetricName
+
+    def processed(task, node, n):
+        return MetricName("process-total", NODE_GROUP, (("task-id", task), ("processor-node-id", node))), n
+
+    metrics = dict([processed("0_0", "KSTREAM-SOURCE-0000000005", 733), processed("1_0", "KSTREAM-SOURCE-0000000005", 733),
+                    processed("1_0", "KSTREAM-SOURCE-0000000007", 10), processed("1_1", "KSTREAM-SOURCE-0000000007", 5)])
+    _, _, labels = dotGraph(vs.buildTopology().describe().toDot(metrics))
+    assert labels[("t_companies", "n_KSTREAM-SOURCE-0000000005")] == "733"
+    assert labels[("t_prices", "n_KSTREAM-SOURCE-0000000007")] == "15"  # a stream source: summed over tasks

@@ -274,7 +274,7 @@ class RunProgress:
                           expand=False)
             for column, justify in (("query", "left"), ("state", "left"), ("batches", "right"), ("records", "right"),
                                     ("records/s", "right"), ("last batch", "right"), ("lag per input partition", "left")):
-                table.add_column(column, justify=justify)
+                table.add_column(column, justify=justify, no_wrap=column.startswith("lag"))
             style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
             for stats in self.queries.values():
                 table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",

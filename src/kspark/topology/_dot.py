@@ -2,6 +2,7 @@
 
 Sub-topologies are clusters (a global store's group too); inside them the sources, processors
 and sinks, and the stores connected to processors (cylinders, dashed undirected edges).
+A global store's node counts one task's copy.
 Topics sit outside the clusters: input and output topics as ellipses, repartition topics
 dashed, global topics with a double border. Edges are ``describe()``'s: topic -> source,
 ``-->`` between nodes, sink -> topic. With a run's counters (``metrics``), an edge into a node
@@ -56,12 +57,15 @@ def topologyDot(topology, metrics=None, name: str = "topology"):
 
     from ._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 
+    # every task holds a copy of each global store and applies all of the global topic: a global
+    # node's count is one copy's (the largest), not the sum over tasks
+    globalNodes = {n.name for sub in topology.globalSubtopologies() for n in sub.nodes}
     processed: Counter = Counter()
     dropped: defaultdict[str, Counter] = defaultdict(Counter)
     for metric, value in (metrics or {}).items():
         node = metric.tag("processor-node-id")
         if metric.name == "process-total" and node:
-            processed[node] += int(value)
+            processed[node] = max(processed[node], int(value)) if node in globalNodes else processed[node] + int(value)
         elif metric.group == "kspark-dropped-records" and node is not None:
             dropped[node][metric.tag("reason")] += int(value)
 
@@ -78,7 +82,7 @@ def topologyDot(topology, metrics=None, name: str = "topology"):
     topics: list[str] = []
     edges: list[tuple[str, str, dict]] = []
     for sub in topology._nodeGroups():
-        title = f"Sub-topology {sub.id}" + (" (global store)" if sub.isGlobal else "")
+        title = f"Sub-topology {sub.id}" + (" (global store, a copy in every task)" if sub.isGlobal else "")
         with graph.subgraph(name=f"cluster_{sub.id}") as cluster:
             cluster.attr(label=title, style="rounded", color="#888888", fontsize="11", labeljust="l")
             for spec in sub.nodes:
