@@ -264,43 +264,45 @@ class RunProgress:
         return lines
 
     def renderable(self):
-        """The live view (a rich renderable): one row per query, then drops and punctuations."""
+        """The live view (a rich renderable): one row per query, the lag of every input partition
+        per topic, then drops by reason and punctuations."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
+        style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
         with self._lock:
-            table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left",
-                          expand=False)
+            table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left")
             for column, justify in (("query", "left"), ("state", "left"), ("batches", "right"), ("records", "right"),
-                                    ("records/s", "right"), ("last batch", "right"), ("lag per input partition", "left")):
-                table.add_column(column, justify=justify, no_wrap=column.startswith("lag"))
-            style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
+                                    ("records/s", "right"), ("last batch", "right"), ("lag", "right")):
+                table.add_column(column, justify=justify, no_wrap=True)
+            lags = Table.grid(padding=(0, 2))
             for stats in self.queries.values():
                 table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
                               f"{stats.records:,}", f"{stats.rate:,.0f}", f"{stats.lastSeconds:.1f} s" if stats.batches else "",
-                              _lagText(stats.lags, f"{self.applicationId}-"))
+                              f"{sum(stats.lags.values()):,}" if stats.lags else "")
+                for topic, text in _lagsPerTopic(stats.lags, f"{self.applicationId}-"):
+                    lags.add_row(Text(stats.label, style="dim"), topic, text)
             dropped = sum((s.dropped for s in self.queries.values()), Counter())
             punctuations = sum(s.punctuations for s in self.queries.values())
         reasons = ", ".join(f"{reason} at {node}: {n:,}" for (node, reason), n in sorted(dropped.items()))
         footer = Text(f"dropped {sum(dropped.values()):,}" + (f" ({reasons})" if reasons else "")
                       + f" · punctuations {punctuations:,}")
-        return Group(table, footer)
+        parts = [table]
+        if lags.row_count:
+            parts += [Text("lag per input partition", style="bold"), lags]
+        return Group(*parts, footer)
 
 
-def _lagText(lags: dict[tuple[str, int], int], internalPrefix: str) -> str:
-    """Lags per topic, in partition order; internal topics without the ``<application.id>-`` prefix."""
-    topics: dict[str, list[tuple[int, int]]] = {}
-    for (topic, partition), lag in sorted(lags.items()):
-        topics.setdefault(topic.removeprefix(internalPrefix), []).append((partition, lag))
-    parts = []
-    for topic, values in topics.items():
-        if len(values) <= 8:
-            parts.append(f"{topic} [{' '.join(f'{lag:,}' for _, lag in values)}]")
-        else:
-            parts.append(f"{topic} [{len(values)} partitions: total {sum(v for _, v in values):,}, "
-                         f"max {max(v for _, v in values):,}]")
-    return "\n".join(parts)
+def _lagsPerTopic(lags: dict[tuple[str, int], int], internalPrefix: str) -> list[tuple[str, str]]:
+    """``(topic, lags in partition order)``; internal topics without the ``<application.id>-``
+    prefix; more than 8 partitions as total and max."""
+    topics: dict[str, list[int]] = {}
+    for (topic, _), lag in sorted(lags.items()):
+        topics.setdefault(topic.removeprefix(internalPrefix), []).append(lag)
+    return [(topic, " ".join(f"{lag:,}" for lag in values) if len(values) <= 8
+             else f"{len(values)} partitions: total {sum(values):,}, max {max(values):,}")
+            for topic, values in topics.items()]
 
 
 def _offsets(value, suffix: str = "") -> dict[tuple[str, int], int]:
