@@ -4,7 +4,8 @@
 ``StreamsBuilder`` is built); it is called without arguments, or with the properties as a dict
 if it requires one argument. The properties file is Kafka's format (``key=value``,
 ``key: value`` or ``key value``; ``#``/``!`` comments; ``\\`` continues a line) and holds the
-``KafkaStreams`` config: ``application.id``, ``state.dir``, ``kspark.*``, ``spark.*``...
+``KafkaStreams`` config: ``application.id``, ``state.dir``, ``kspark.*``, ``spark.*``... as
+strings, which ``StreamsConfig`` parses as Kafka does (numbers, booleans, class names).
 
 The run shows kspark's progress view and ends with its summary. Ctrl-C stops the queries
 cleanly (exit status 130): the checkpoint in ``state.dir`` stays intact and the same command
@@ -31,8 +32,6 @@ __all__ = ["loadTopology", "main", "readProperties"]
 
 # keys read by kspark's Spark host; applied here so that a properties file may set them
 _PROGRESS, _VERBOSE = "kspark.progress", "kspark.verbose"
-_OBJECT_KEYS = ("default.timestamp.extractor", "default.key.serde", "default.value.serde",
-                "default.deserialization.exception.handler", "processing.exception.handler")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -125,42 +124,6 @@ def loadTopology(target: str, props: dict[str, Any]):
     return topology
 
 
-def _configValues(props: dict[str, str]) -> dict[str, Any]:
-    """Strings of the properties file as ``StreamsConfig`` takes them: integers for its integer
-    keys, Python objects (``package.module.Name``; a serde factory such as
-    ``kspark.Serdes.String`` is called) for its serde, extractor and handler keys."""
-    from .config import StreamsConfig
-
-    values: dict[str, Any] = dict(props)
-    for key, value in props.items():
-        if key in getattr(StreamsConfig, "_INT_KEYS", ()) and re.fullmatch(r"-?\d+", value.strip()):
-            values[key] = int(value)
-        elif key in _OBJECT_KEYS and value.strip():
-            values[key] = _importObject(key, value.strip())
-    return values
-
-
-def _importObject(key: str, path: str) -> Any:
-    from .serialization import Serde
-
-    moduleName, _, attr = path.replace(":", ".").rpartition(".")
-    obj = None
-    parts = moduleName.split(".")
-    for i in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for name in parts[i:] + [attr]:
-            obj = getattr(obj, name, None)
-        break
-    if obj is None:
-        raise SystemExit(f"kspark run: cannot import {path!r} for configuration {key}")
-    if key.endswith(".serde") and callable(obj) and not isinstance(obj, Serde):
-        obj = obj()
-    return obj
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kspark", description="Run a kspark application on Spark.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -197,10 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"wrote {path}")
         return 0
-    return _run(topology, _configValues(props), args.picture)
+    return _run(topology, props, args.picture)  # StreamsConfig parses Kafka's string values
 
 
-def _run(topology, config: dict[str, Any], picture: str | None) -> int:
+def _run(topology, config: dict[str, str], picture: str | None) -> int:
     from .errors import StreamsException
     from .spark import _quiet
     from .spark._kafka_streams import KafkaStreams

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kspark import LogAndContinueExceptionHandler, Serdes
-from kspark.cli import _configValues, loadTopology, readProperties
+from kspark.cli import loadTopology, readProperties
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "valuation_signals.py"
 
@@ -29,15 +28,6 @@ def test_properties_file_in_kafkas_format(tmp_path):
         "application.id": "orders", "state.dir": "/tmp/state dir", "kspark.trigger": "1 second",
         "spark.driver.extraJavaOptions": "-Da=1 -Db=2", "key=with:colon": "vé\tx", "empty": "",
     }
-
-
-def test_property_strings_become_the_config_values_streams_config_takes():
-    values = _configValues({"kspark.max.records.per.trigger": "2000", "application.id": "a",
-                            "default.key.serde": "kspark.Serdes.String",
-                            "default.deserialization.exception.handler": "kspark.LogAndContinueExceptionHandler"})
-    assert values["kspark.max.records.per.trigger"] == 2000 and values["application.id"] == "a"
-    assert type(values["default.key.serde"]) is type(Serdes.String())
-    assert values["default.deserialization.exception.handler"] is LogAndContinueExceptionHandler
 
 
 def test_load_topology_from_a_file_or_a_module(tmp_path, monkeypatch):

@@ -53,7 +53,7 @@ def progressMode(config) -> str:
     """
     try:
         mode = config.get(PROGRESS_CONFIG)
-    except KeyError:
+    except (KeyError, ValueError):  # ConfigException: not a known key yet
         mode = None
     mode = str(mode or os.environ.get("KSPARK_PROGRESS") or "auto").strip().lower()
     if mode not in _MODES:

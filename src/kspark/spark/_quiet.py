@@ -62,7 +62,7 @@ def isVerbose(config=None) -> bool:
         return False
     try:
         value = config.get(VERBOSE_CONFIG)
-    except KeyError:
+    except (KeyError, ValueError):  # ConfigException: not a known key yet
         return False
     return value is True or str(value).strip().lower() == "true"
 
