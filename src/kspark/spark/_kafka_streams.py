@@ -112,7 +112,12 @@ class KafkaStreams:
 
         self._listener = ProgressListener(RunProgress(self._appId, self._stateDir / "metrics", plans),
                                           progressMode(self._config))
-        self._session().streams.addListener(self._listener)
+        try:
+            self._session().streams.addListener(self._listener)
+        except BaseException:  # Spark did not start: end the live view without a summary
+            self._listener.finish(printSummary=False)
+            self._listener = None
+            raise
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
         if trigger == "availableNow":

@@ -25,8 +25,8 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..topics import RECORD_SCHEMA
-from ._quiet import followDriverLogLevel
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
+from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
 # lag); output rows go straight to the kspark-topics sink, also as chunks.
