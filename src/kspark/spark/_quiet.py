@@ -103,7 +103,8 @@ def launchGateway(options: dict[str, str], master: str) -> None:
 
 def _pump(stream) -> None:
     """Copy the JVM's stderr to ``sys.stderr`` line by line (looked up per line, so a live
-    progress view that redirects ``sys.stderr`` prints them above itself), without :data:`NOISE`."""
+    progress view that redirects ``sys.stderr`` prints them above itself), without :data:`NOISE`.
+    Reads to the end whatever happens to the writes: the JVM blocks once the pipe is full."""
     dropped = False
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
@@ -112,11 +113,13 @@ def _pump(stream) -> None:
                 dropped = bool(line.strip())
                 continue
         dropped = False
-        try:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-        except (OSError, ValueError):  # stderr closed at interpreter exit
-            return
+        for stderr in (sys.stderr, sys.__stderr__):  # a replaced sys.stderr may be closed (pytest's capture)
+            try:
+                stderr.write(line)
+                stderr.flush()
+                break
+            except (AttributeError, OSError, ValueError):
+                continue  # keep reading: a JVM whose stderr pipe fills up would block
 
 
 _EXECUTOR_HANDLER = "kspark-executor"
