@@ -148,21 +148,24 @@ class KafkaStreams:
 
     def close(self) -> None:
         """Stop all queries; state and topics stay, so a new ``KafkaStreams`` resumes where this stopped."""
+        from ._quiet import stoppingQueries
+
         self._stop.set()
         stopped: set[int] = set()
-        while True:  # availableNow: a query the run thread is starting right now is stopped too
-            for q in list(self._queries):
-                if id(q) not in stopped:
-                    stopped.add(id(q))
-                    try:
-                        q.stop()
-                    except Exception:  # noqa: BLE001 - a query that already failed cannot stop
-                        log.warning("query %s did not stop cleanly", q.name)
-            if self._thread is None:
-                break
-            self._thread.join(0.5)
-            if not self._thread.is_alive():
-                break
+        with stoppingQueries():  # the batch a stop interrupts is aborted: no ERROR lines for that
+            while True:  # availableNow: a query the run thread is starting right now is stopped too
+                for q in list(self._queries):
+                    if id(q) not in stopped:
+                        stopped.add(id(q))
+                        try:
+                            q.stop()
+                        except Exception:  # noqa: BLE001 - a query that already failed cannot stop
+                            log.warning("query %s did not stop cleanly", q.name)
+                if self._thread is None:
+                    break
+                self._thread.join(0.5)
+                if not self._thread.is_alive():
+                    break
         if self._listener is not None:
             self._listener.close(self._queries)  # the live view stops, the run's summary is printed
             self._session().streams.removeListener(self._listener)

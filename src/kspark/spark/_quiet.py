@@ -8,7 +8,8 @@ start-up noise.
   (:data:`NOISE`) and passes every other line on to ``sys.stderr``: the JVM's "Using incubator
   modules" warning, and the ``TransformWithStateInPandas`` driver worker's ``print`` lines
   with the blank line after each (Spark copies its Python workers' stdout into the JVM's
-  stderr).
+  stderr), and Spark's ERROR lines about the micro-batch a stop interrupts
+  (:func:`stoppingQueries`).
 - Spark logs at WARN with kspark's ``log4j2.properties`` (Spark's defaults without the INFO
   lines and the banner) and a local master binds to 127.0.0.1 (no "your hostname resolves to a
   loopback address" warning).
@@ -22,15 +23,18 @@ the JVM's stderr unfiltered.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
-__all__ = ["NOISE", "followDriverLogLevel", "isVerbose", "launchGateway", "silencePandasWarning"]
+__all__ = ["NOISE", "followDriverLogLevel", "isVerbose", "launchGateway", "silencePandasWarning", "stoppingQueries"]
 
 VERBOSE_CONFIG = "kspark.verbose"
 LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
@@ -43,7 +47,14 @@ NOISE = (
 """Prefixes of JVM stderr lines dropped unless verbose; a blank line right after a dropped line
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
+STOPPING_NOISE = re.compile(r".* ERROR WriteToDataSourceV2Exec: Data source write support .* is abort(ing|ed)\.$")
+"""What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch while it writes: the
+batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped while
+kspark stops its queries (:func:`stoppingQueries`) and a few seconds after."""
+
 _showAll = False  # verbose: the pump passes every line
+_stopping = 0  # queries being stopped by kspark right now
+_stoppedAt = float("-inf")  # time.monotonic() when kspark last finished stopping queries
 detachJvm = False  # start the JVM in a session of its own (set by kspark run)
 
 
@@ -65,6 +76,23 @@ def isVerbose(config=None) -> bool:
     except (KeyError, ValueError):  # ConfigException: not a known key yet
         return False
     return value is True or str(value).strip().lower() == "true"
+
+
+@contextlib.contextmanager
+def stoppingQueries():
+    """Around kspark's ``StreamingQuery.stop()`` calls: the batch a stop interrupts is aborted,
+    and Spark's ERROR lines saying so (:data:`STOPPING_NOISE`) are dropped."""
+    global _stopping, _stoppedAt
+    _stopping += 1
+    try:
+        yield
+    finally:
+        _stopping -= 1
+        _stoppedAt = time.monotonic()
+
+
+def _expectedWhileStopping(line: str) -> bool:
+    return (_stopping > 0 or time.monotonic() - _stoppedAt < 5) and STOPPING_NOISE.match(line.rstrip("\n")) is not None
 
 
 def setVerbose(verbose: bool) -> None:
@@ -109,7 +137,7 @@ def _pump(stream) -> None:
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         if not _showAll:
-            if line.startswith(NOISE) or (dropped and not line.strip()):
+            if line.startswith(NOISE) or (dropped and not line.strip()) or _expectedWhileStopping(line):
                 dropped = bool(line.strip())
                 continue
         dropped = False
