@@ -10,11 +10,12 @@ from .dsl import (
     Branched, BranchedKStream, Printed,
     Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
-    Windowed, WindowedSerdes,
+    Windowed, WindowedSerdes, Windows,
 )
 from .errors import (
     ConfigException,
     DeserializationExceptionHandler,
+    InvalidStateStoreException,
     DeserializationHandlerResponse,
     ErrorHandlerContext,
     LogAndContinueExceptionHandler,
@@ -26,6 +27,7 @@ from .errors import (
     StreamsException,
     TaskAssignmentException,
     TopologyException,
+    UnknownStateStoreException,
 )
 from .keyvalue import KeyValue
 from .processor import (
@@ -44,7 +46,9 @@ from .processor import (
     WallclockTimestampExtractor,
 )
 from .serialization import Serde, Serdes
-from .state import KeyValueStore, SessionStore, Stores, ValueAndTimestamp, WindowStore
+from .state import (
+    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp, WindowStore,
+)
 from .topology import Topology
 
 
@@ -61,7 +65,8 @@ __version__ = "0.1.0"
 __all__ = sorted(
     [
         "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable",
-        "DeserializationExceptionHandler", "EmitStrategy", "DeserializationHandlerResponse", "ErrorHandlerContext",
+        "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
+        "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
@@ -69,7 +74,7 @@ __all__ = sorted(
         "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
-        "Windowed", "WindowedSerdes",
+        "Windowed", "WindowedSerdes", "Windows",
     ],
     key=str.casefold,
 )

@@ -1,16 +1,543 @@
 """Streams configuration (Kafka ``StreamsConfig``), with kspark's host keys.
 
-Keys keep Kafka's names. kspark adds ``kspark.*`` keys for the Spark host; keys that start
-with ``spark.`` are handed to the SparkSession unchanged.
+Keys keep Kafka's names. Every key of Kafka 4.3's ``StreamsConfig`` and of the clients it
+configures (``ConsumerConfig``, ``ProducerConfig``, ``AdminClientConfig``, unprefixed or under
+``consumer.``, ``main.consumer.``, ``restore.consumer.``, ``global.consumer.``, ``producer.``,
+``admin.``; ``TopicConfig`` names under ``topic.``) is known, from lists generated from the Kafka
+jars (``kspark._config_keys_kafka``, ``jvm/configkeys/generate.py``). kspark adds ``kspark.*``
+keys for the Spark host; keys that start with ``spark.`` go to the SparkSession.
+
+Every value is parsed and checked when the ``StreamsConfig`` is built, as Kafka's ``ConfigDef``
+does (numbers and booleans may be strings; serdes, timestamp extractors and exception handlers
+may be classes or class names), and a bad one raises ``ConfigException`` with Kafka's text
+``Invalid value <value> for configuration <key>: <reason>``. A key that has no effect on Spark
+is accepted and logged once (logger ``kspark.config``) with the reason.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import logging
+import os
+import re
+from datetime import timedelta
 from typing import Any, Mapping
 
+from . import _config_keys_kafka as _kafka
 from .errors import ConfigException
 
 __all__ = ["StreamsConfig"]
+
+_log = logging.getLogger("kspark.config")
+
+_REQUIRED = "<required>"  # _config_keys_kafka's mark of a key without default
+EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
+
+# Kafka's client prefixes -> the client whose keys may follow (StreamsConfig.*_PREFIX)
+_CLIENT_PREFIXES = {
+    "main.consumer.": _kafka.CONSUMER, "restore.consumer.": _kafka.CONSUMER, "global.consumer.": _kafka.CONSUMER,
+    "consumer.": _kafka.CONSUMER, "producer.": _kafka.PRODUCER, "admin.": _kafka.ADMIN,
+}
+_CLIENT_KEYS = {**_kafka.ADMIN, **_kafka.PRODUCER, **_kafka.CONSUMER}  # unprefixed client keys
+_TOPIC_KEYS = frozenset(_kafka.TOPIC)
+
+# Deprecated or former names -> the key they set (the current key wins when both are given).
+_ALIASES = {
+    "cache.max.bytes.buffering": "statestore.cache.max.bytes",  # Kafka, deprecated (KIP-770)
+    "default.deserialization.exception.handler": "deserialization.exception.handler",  # Kafka, deprecated (KIP-1056)
+    "default.production.exception.handler": "production.exception.handler",  # Kafka, deprecated (KIP-1056)
+    "errors.deadletterqueue.topic.name": "errors.dead.letter.queue.topic.name",  # kspark's spelling before Kafka 4.3's
+}
+
+_KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _config_keys_kafka
+    "kspark.topics.dir": ("STRING", "/tmp/kspark-topics", None),
+    "kspark.spark.master": ("STRING", "local[*]", None),
+    "kspark.trigger": ("STRING", "availableNow", None),
+    "kspark.max.records.per.trigger": ("LONG", None, ("range", 1, None)),
+    "kspark.repartition.before.stateful.process": ("BOOLEAN", False, None),
+    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: ("LONG", 0, ("range", 0, None)),
+}
+# kspark's own defaults and checks for Kafka keys
+_STREAMS_OVERRIDES: dict[str, tuple] = {
+    "state.dir": ("STRING", "/tmp/kspark-streams", None),
+    "max.task.idle.ms": ("LONG", 0, ("range", -1, None)),  # -1 = MAX_TASK_IDLE_MS_DISABLED
+    "bootstrap.servers": ("LIST", [], None),  # optional here: without it kspark uses its local topics
+}
+
+# Streams keys kspark applies on every host, and those the Kafka backend applies (with
+# bootstrap.servers); the other Streams keys are accepted with the reason they change nothing.
+_APPLIED = frozenset({
+    "application.id", "state.dir", "default.key.serde", "default.value.serde", "default.timestamp.extractor",
+    "deserialization.exception.handler", "processing.exception.handler", "errors.dead.letter.queue.topic.name",
+    "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
+    *(k for k in _KSPARK_DEFS if k.startswith("kspark.")),
+})
+_KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor"})
+_NO_STANDBYS = "kspark has no standby or warm-up tasks: a task's state is restored from Spark's checkpoint"
+_NO_ASSIGNOR = "kspark assigns tasks itself (one per input partition) and never rebalances"
+_IGNORED = {
+    "acceptable.recovery.lag": _NO_STANDBYS,
+    "allow.os.group.write.access": "state.dir holds Spark's checkpoint, written with Spark's permissions",
+    "application.server": "kspark has no interactive queries across instances (KafkaStreams.checkpointedStore reads a store)",
+    "buffered.records.per.partition": "kspark.max.records.per.trigger bounds what a micro-batch reads",
+    "built.in.metrics.version": "kspark has one metrics version (KafkaStreams.metrics())",
+    "commit.interval.ms": "on Spark a commit is a micro-batch; kspark.trigger sets how often one runs",
+    "default.dsl.store": "every store is kspark's, kept in Spark's state store; rocksDB and in_memory behave alike",
+    "default.list.key.serde.inner": "kspark has no ListSerde configured from properties; pass serdes explicitly",
+    "default.list.key.serde.type": "kspark has no ListSerde configured from properties; pass serdes explicitly",
+    "default.list.value.serde.inner": "kspark has no ListSerde configured from properties; pass serdes explicitly",
+    "default.list.value.serde.type": "kspark has no ListSerde configured from properties; pass serdes explicitly",
+    "dsl.store.format": "every store is kspark's, kept in Spark's state store",
+    "dsl.store.suppliers.class": "every store is kspark's, kept in Spark's state store",
+    "ensure.explicit.internal.resource.naming": "kspark names internal topics and stores as Kafka does but does not "
+                                                "enforce explicit names",
+    "group.protocol": _NO_ASSIGNOR,
+    "log.summary.interval.ms": "the logger kspark.progress prints one line per micro-batch",
+    "max.warmup.replicas": _NO_STANDBYS,
+    "num.standby.replicas": _NO_STANDBYS,
+    "num.stream.threads": "Spark runs the tasks: parallelism is the Spark master's cores (kspark.spark.master, spark.*)",
+    "poll.ms": "Spark plans the micro-batches (kspark.trigger)",
+    "probing.rebalance.interval.ms": _NO_ASSIGNOR,
+    "processing.exception.handler.global.enabled": "kspark runs global processors inside the tasks, where "
+                                                   "processing.exception.handler applies as to any processor",
+    "production.exception.handler": "a failed write fails the task, as Kafka's DefaultProductionExceptionHandler does",
+    "rack.aware.assignment.non_overlap_cost": _NO_ASSIGNOR,
+    "rack.aware.assignment.strategy": _NO_ASSIGNOR,
+    "rack.aware.assignment.tags": _NO_ASSIGNOR,
+    "rack.aware.assignment.traffic_cost": _NO_ASSIGNOR,
+    "repartition.purge.interval.ms": "kspark does not purge repartition topics",
+    "rocksdb.config.setter": "Spark's RocksDB state store is configured with spark.sql.streaming.stateStore.rocksdb.*",
+    "state.cleanup.delay.ms": "Spark's checkpoint in state.dir is the only task state; nothing to clean up",
+    "state.cleanup.dir.max.age.ms": "Spark's checkpoint in state.dir is the only task state; nothing to clean up",
+    "task.assignor.class": _NO_ASSIGNOR,
+    "task.timeout.ms": "a failing task fails its Spark query (Spark retries tasks: spark.task.maxFailures)",
+    "topology.optimization": "kspark builds the topology unoptimized (Kafka's default 'none')",
+    "upgrade.from": "kspark's state is Spark's checkpoint; there is no rolling upgrade protocol",
+    "window.size.ms": "read only by Kafka's windowed deserializers configured from properties; use WindowedSerdes",
+    "windowed.inner.class.serde": "read only by Kafka's windowed deserializers configured from properties; use "
+                                  "WindowedSerdes",
+    "windowstore.changelog.additional.retention.ms": "changelogs are Spark's checkpoint",
+    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: "kspark checks for closed windows after every record on both "
+                                                    "hosts (interval 0, TopologyTestDriver's value), so both give "
+                                                    "the same records at any wall-clock speed",
+}
+# Keys whose effect kspark cannot give: any value but Kafka's default is refused.
+_UNSUPPORTED = {
+    "config.providers": "kspark does not resolve config provider variables",
+    "default.client.supplier": "kspark creates its Kafka clients itself",
+    "processor.wrapper.class": "kspark does not wrap processors (KIP-1112)",
+}
+_NOT_CLIENT_KEYS = {  # Kafka Streams' clients always move bytes (KafkaClientSupplier)
+    "key.deserializer", "value.deserializer", "key.serializer", "value.serializer",
+}
+_KAFKA_CLASSES = {  # Kafka class-name packages -> kspark modules with the same class names
+    "org.apache.kafka.streams.processor.": "kspark.processor",
+    "org.apache.kafka.streams.errors.": "kspark.errors",
+}
+_KAFKA_SERDE = re.compile(r"org\.apache\.kafka\.common\.serialization\.Serdes[$.](\w+)Serde")
+
+
+def _show(value: Any) -> str:
+    """A value as Kafka prints it in a ConfigException (Java's toString)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return "null" if value is None else str(value)
+
+
+def _invalid(key: str, value: Any, reason: str) -> ConfigException:
+    return ConfigException(f"Invalid value {_show(value)} for configuration {key}: {reason}")
+
+
+def _closest(key: str, candidates) -> str:
+    match = difflib.get_close_matches(key, candidates, n=1, cutoff=0.75)
+    return f" Did you mean '{match[0]}'?" if match else ""
+
+
+# ------------------------------------------------------------------ Kafka's ConfigDef.parseType
+_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
+
+
+def _parse(key: str, value: Any, kind: str) -> Any:
+    """``ConfigDef.parseType``: the value as its type, accepting Kafka's string forms."""
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else None
+    if kind == "BOOLEAN":
+        if isinstance(value, bool):
+            return value
+        if text is not None and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise _invalid(key, value, "Expected value to be either true or false")
+    if kind in ("STRING", "PASSWORD"):
+        if text is not None:
+            return text
+        raise _invalid(key, value, f"Expected value to be a string, but it was a {type(value).__name__}")
+    if kind in _BITS:
+        if isinstance(value, timedelta) and key.endswith(".ms"):  # kspark: durations may be timedelta
+            value = value // timedelta(milliseconds=1)
+        if text is not None:
+            if not re.fullmatch(r"[+-]?[0-9]+", text):
+                raise _invalid(key, value, f"Not a number of type {kind}")
+            number = int(text)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            size = {"SHORT": "16-bit integer (short)", "INT": "32-bit integer", "LONG": "64-bit integer (long)"}[kind]
+            raise _invalid(key, value, f"Expected value to be a {size}, but it was a {type(value).__name__}")
+        bound = 1 << (_BITS[kind] - 1)
+        if not -bound <= number < bound:
+            raise _invalid(key, value, f"Not a number of type {kind}")
+        return number
+    if kind == "DOUBLE":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(text)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            if text is None:
+                raise _invalid(key, value, f"Expected value to be a double, but it was a {type(value).__name__}")
+            raise _invalid(key, value, "Not a number of type DOUBLE") from None
+    if kind == "LIST":
+        if isinstance(value, (list, tuple)):
+            return [v.strip() if isinstance(v, str) else v for v in value]
+        if text is not None:
+            return [] if not text else re.split(r"\s*,\s*", text)
+        raise _invalid(key, value, "Expected a comma separated list.")
+    return value  # CLASS: resolved per key (_resolve) or kept as given
+
+
+def _validate(key: str, value: Any, validator: tuple | None) -> None:
+    """Kafka's ``ConfigDef`` validators (``Range``, ``ValidString``, ``CaseInsensitiveValidString``, ``ValidList``)."""
+    if validator is None or value is None:
+        return
+    kind = validator[0]
+    if kind == "range":
+        low, high = validator[1], validator[2]
+        if low is not None and value < low:
+            raise _invalid(key, value, f"Value must be at least {low}")
+        if high is not None and value > high:
+            raise _invalid(key, value, f"Value must be no more than {high}")
+    elif kind == "in" and value not in validator[1]:
+        raise _invalid(key, value, "String must be one of: " + ", ".join(_show(v) for v in validator[1]))
+    elif kind == "in-ci" and str(value).upper() not in validator[1]:
+        raise _invalid(key, value, "String must be one of (case insensitive): " + ", ".join(validator[1]))
+    elif kind == "non-empty" and not value:
+        raise _invalid(key, value, "String must be non-empty")
+    elif kind == "list-in":
+        allowed, emptyAllowed = validator[1], validator[2]
+        if not value and not emptyAllowed:
+            raise ConfigException(f"Configuration '{key}' must not be empty. Valid values include: "
+                                  + (", ".join(allowed) if allowed else "any non-empty value"))
+        if any(v == "" for v in value):
+            raise ConfigException(f"Configuration '{key}' values must not be empty.")
+        for v in value:
+            if allowed and v not in allowed:
+                raise _invalid(key, v, "String must be one of: " + ", ".join(allowed))
+
+
+# ------------------------------------------------------------------ keys and their definitions
+def _definition(key: str) -> tuple | None:
+    """(type, default, validator) of a known key, or None."""
+    if key in _KSPARK_DEFS:
+        return _KSPARK_DEFS[key]
+    if key in _STREAMS_OVERRIDES:
+        return _STREAMS_OVERRIDES[key]
+    if key in _kafka.STREAMS:
+        return _kafka.STREAMS[key][:3]
+    if key in _CLIENT_KEYS:
+        return _CLIENT_KEYS[key][:3]
+    for prefix, keys in _CLIENT_PREFIXES.items():
+        if key.startswith(prefix):
+            rest = key[len(prefix):]
+            return keys[rest][:3] if rest in keys and rest not in _NOT_CLIENT_KEYS else None
+    if key.startswith("topic.") and key[len("topic."):] in _TOPIC_KEYS:
+        return ("STRING", None, None)
+    if key.startswith("client.tag."):  # rack-aware assignment tags
+        return ("STRING", None, None)
+    return None
+
+
+def _unknownKey(key: str) -> ConfigException:
+    for prefix, keys in _CLIENT_PREFIXES.items():
+        if key.startswith(prefix):
+            rest = key[len(prefix):]
+            why = ("Kafka Streams' clients always use byte-array (de)serializers" if rest in _NOT_CLIENT_KEYS
+                   else f"'{rest}' is not a {prefix.rstrip('.')} config." + _closest(rest, keys))
+            return ConfigException(f"Unknown configuration '{key}': {why}")
+    if key.startswith("topic."):
+        rest = key[len("topic."):]
+        return ConfigException(f"Unknown configuration '{key}': '{rest}' is not a topic config." + _closest(rest, _TOPIC_KEYS))
+    known = [*_kafka.STREAMS, *_CLIENT_KEYS, *_KSPARK_DEFS, *_ALIASES]
+    return ConfigException(f"Unknown configuration '{key}'." + _closest(key, known))
+
+
+# ------------------------------------------------------------------ serdes, extractors, handlers
+def _importPath(path: str) -> Any:
+    """The object a dotted Python path names (``pkg.module.Class.attr``), or raise LookupError."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for i in range(cut, len(parts)):
+            if not hasattr(obj, parts[i]):
+                raise LookupError(f"{'.'.join(parts[:i])} has no attribute {parts[i]}")
+            obj = getattr(obj, parts[i])
+        return obj
+    raise LookupError(f"no module {parts[0]} can be imported")
+
+
+def _named(key: str, name: str) -> Any:
+    """The kspark object a Kafka class name or a Python name stands for."""
+    text = name.strip()
+    if text.endswith("()"):
+        text = text[:-2]
+    serde = _KAFKA_SERDE.fullmatch(text)
+    if serde is not None:
+        from .serialization import Serdes
+
+        if not hasattr(Serdes, serde.group(1)):
+            raise _invalid(key, name, f"kspark has no Serdes.{serde.group(1)}() for Kafka's {text}")
+        return getattr(Serdes, serde.group(1))
+    for package, module in _KAFKA_CLASSES.items():
+        if text.startswith(package):
+            found = getattr(importlib.import_module(module), text[len(package):], None)
+            if found is None:
+                raise _invalid(key, name, f"kspark has no equivalent of Kafka's class {text}")
+            return found
+    if text.startswith("org.apache.kafka."):
+        raise _invalid(key, name, f"kspark has no equivalent of Kafka's class {text}")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", text):
+        raise _invalid(key, name, f"Class {name} could not be found.")
+    import kspark
+
+    # kspark's names first ("Serdes.Long", "LogAndContinueExceptionHandler"), then a Python path
+    paths = ["kspark." + text, text] if hasattr(kspark, text.split(".")[0]) else [text]
+    errors = []
+    for path in paths:
+        try:
+            return _importPath(path)
+        except LookupError as e:
+            errors.append(str(e))
+        except Exception as e:  # importing the user's module failed
+            raise _invalid(key, name, f"importing it failed: {type(e).__name__}: {e}") from e
+    raise _invalid(key, name, f"Class {name} could not be found ({errors[0]}).")
+
+
+_ROLES = {  # key -> (what it must be, the methods that makes it one)
+    "default.key.serde": ("a Serde", ("serialize", "deserialize")),
+    "default.value.serde": ("a Serde", ("serialize", "deserialize")),
+    "default.timestamp.extractor": ("a TimestampExtractor", ("extract",)),
+    "deserialization.exception.handler": ("a DeserializationExceptionHandler", ("handle",)),
+    "processing.exception.handler": ("a ProcessingExceptionHandler", ("handle",)),
+    "production.exception.handler": ("a ProductionExceptionHandler", ("handle",)),
+}
+
+
+def _resolve(key: str, value: Any) -> Any:
+    """A serde, extractor or handler from an instance, a class (instantiated, as Kafka does), a
+    factory such as ``Serdes.Long``, or the name of one; returns an instance, or for handlers the
+    class or factory (a new handler per task, as Kafka's ``getConfiguredInstance``)."""
+    from . import errors
+
+    if key == "production.exception.handler" and value == "org.apache.kafka.streams.errors.DefaultProductionExceptionHandler":
+        return value  # Kafka's default: a failed write fails the task
+    what, methods = _ROLES[key]
+    source = _named(key, value) if isinstance(value, str) else value
+
+    def fits(obj) -> bool:
+        return all(callable(getattr(obj, m, None)) for m in methods)
+
+    instance = source
+    if isinstance(source, type) or (callable(source) and not fits(source)):  # a class or a factory
+        try:
+            instance = source()
+        except Exception as e:
+            raise _invalid(key, value, f"creating it failed: {type(e).__name__}: {e}") from e
+    if not fits(instance):
+        raise _invalid(key, value, f"it is not {what} (no {'/'.join(m + '()' for m in methods)} method)")
+    wrong = {"deserialization.exception.handler": errors.ProcessingExceptionHandler,
+             "processing.exception.handler": errors.DeserializationExceptionHandler}.get(key)
+    if wrong is not None and isinstance(instance, wrong):
+        raise _invalid(key, value, f"{type(instance).__qualname__} is not an instance of {what.split()[-1]}")
+    return source if key.endswith("exception.handler") else instance
+
+
+# ------------------------------------------------------------------ kspark.trigger, kspark.spark.master
+_MICROS = {"year": None, "month": None, "week": 7 * 86_400_000_000, "day": 86_400_000_000,
+           "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
+           "microsecond": 1}
+
+
+def _intervalMicros(interval: str) -> int:
+    """Spark's ``SparkIntervalUtils.stringToInterval`` followed by ``Triggers.convert`` (the grammar
+    of ``trigger(processingTime=...)``): ``[interval] [+|-]<number> <unit>[s] ...``, units year to
+    microsecond, a fraction only on seconds; months and years refused. Returns microseconds;
+    raises ValueError with Spark's message (error class ``INVALID_INTERVAL_FORMAT``)."""
+    s = re.sub(r"^[\s\x00-\x1f\x7f]+|[\s\x00-\x1f\x7f]+$", "", interval).lower()  # UTF8String.trimAll
+    words = s.split()
+    if not words or s == "interval":
+        raise ValueError("Interval string cannot be empty.")
+    if s.startswith("interval"):
+        if words[0] != "interval":
+            raise ValueError(f"Invalid interval prefix {words[0]}.")
+        words = words[1:]
+    months = micros = 0
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word[0] not in "+-.0123456789":
+            raise ValueError(f"Unrecognized number {word}.")
+        negative = word[0] == "-"
+        number = word[1:] if word[0] in "+-" else word
+        if not number:  # "- 1 second": blanks may follow the sign
+            i += 1
+            if i == len(words):
+                raise ValueError(f"Expect a number after {word} but hit EOL.")
+            number = word = words[i]
+        m = re.fullmatch(r"([0-9]*)(?:\.([0-9]*))?", number)
+        if m is None or (number == "." and word.startswith(".")):  # "+. second" is 0 s in Spark
+            raise ValueError(f"Invalid value {word}.")
+        whole, fraction = m.group(1), m.group(2)
+        if fraction is not None and len(fraction) > 9:
+            raise ValueError(f"Interval can only support nanosecond precision, {word} is out of range.")
+        i += 1
+        if i == len(words):
+            raise ValueError(f"Expect a unit name after {word} but hit EOL.")
+        unit = words[i]
+        name = unit[:-1] if unit.endswith("s") and unit[:-1] in _MICROS else unit
+        if fraction is not None and not unit.startswith("s"):
+            raise ValueError(f"{unit} cannot have fractional part.")
+        if name not in _MICROS:
+            raise ValueError(f"Invalid unit {unit}.")
+        value = int(whole or "0") * (-1 if negative else 1)
+        if _MICROS[name] is None:
+            months += value * (12 if name == "year" else 1)
+        else:
+            micros += value * _MICROS[name]
+            if fraction:
+                micros += int(fraction.ljust(9, "0")) // 1000 * (-1 if negative else 1)
+        if not -(2**63) <= micros < 2**63:
+            raise ValueError(f"Uncaught arithmetic exception while parsing '{interval}'.")
+        i += 1
+    if months:
+        raise ValueError(f"Doesn't support month or year interval: {interval}")
+    if micros < 0:
+        raise ValueError("requirement failed: the interval of trigger should not be negative")
+    return micros
+
+
+def _trigger(key: str, value: Any) -> str:
+    """``kspark.trigger``: "availableNow", a Spark processing-time interval, a timedelta or int ms."""
+    if isinstance(value, timedelta) or (isinstance(value, int) and not isinstance(value, bool)):
+        ms = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
+        if ms < 0:
+            raise _invalid(key, value, "the interval of trigger should not be negative")
+        return f"{ms} milliseconds"
+    if not isinstance(value, str):
+        raise _invalid(key, value, f"Expected value to be a string, but it was a {type(value).__name__}")
+    text = value.strip()
+    if text.lower() == "availablenow":
+        return "availableNow"
+    try:
+        _intervalMicros(text)
+    except ValueError as e:
+        raise _invalid(key, value, f"not \"availableNow\" nor a Spark processing-time interval such as "
+                                   f"\"1 second\" or \"500 milliseconds\" ({e})") from None
+    return text
+
+
+_MASTER = re.compile(r"local(\[([0-9]+|\*)(\s*,\s*[0-9]+)?\])?|local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*]"
+                     r"|spark://.+|yarn|k8s://.+")
+
+
+def _master(key: str, value: str) -> str:
+    """``kspark.spark.master``: the master URLs ``SparkContext.createTaskScheduler`` accepts."""
+    if not _MASTER.fullmatch(value):
+        raise _invalid(key, value, f"Could not parse Master URL: '{value}' (Spark accepts local, local[N], local[*], "
+                                   "local[N,F], local-cluster[N,C,M], spark://host:port, yarn, k8s://...)")
+    threads = re.fullmatch(r"local\[([0-9]+)(\s*,\s*[0-9]+)?\]", value)
+    if threads is not None and int(threads.group(1)) <= 0:
+        raise _invalid(key, value, f"Asked to run locally with {threads.group(1)} threads")
+    return value
+
+
+# ------------------------------------------------------------------ other Kafka checks
+_HOST_PORT = re.compile(r"(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)")  # Kafka's Utils.HOST_PORT_PATTERN
+_ISO_DURATION = re.compile(r"[-+]?P(?:([-+]?[0-9]+)D)?(?:T(?=[-+0-9])(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+                           r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)  # java.time.Duration.parse
+
+
+def _bootstrapServers(key: str, servers: list) -> list:
+    """``ClientUtils.parseAndValidateAddresses`` without the DNS lookup."""
+    for url in servers:
+        if not url:
+            raise ConfigException(f"Configuration '{key}' values must not be empty.")
+        m = _HOST_PORT.fullmatch(url)
+        if m is None:
+            raise ConfigException(f"Invalid url in bootstrap.servers: {url}")
+        if not 0 <= int(m.group(2)) <= 65535:
+            raise ConfigException(f"Invalid port in bootstrap.servers: {url}")
+    return servers
+
+
+def _autoOffsetReset(key: str, value: str) -> str:
+    """Kafka 4's ``AutoOffsetResetStrategy``: earliest, latest, none or by_duration:<ISO-8601 duration >= 0>."""
+    ok = value in ("earliest", "latest", "none")
+    if value.startswith("by_duration:"):
+        m = _ISO_DURATION.fullmatch(value[len("by_duration:"):])
+        ok = m is not None and any(m.groups()[:4]) and not _isoNegative(value[len("by_duration:"):])
+    if not ok:
+        raise _invalid(key, value, f"Invalid value `{value}` for configuration {key}. The value must be either "
+                                   "'earliest', 'latest', 'none' or of the format 'by_duration:<PnDTnHnMn.nS.>'.")
+    return value
+
+
+def _isoNegative(text: str) -> bool:
+    m = _ISO_DURATION.fullmatch(text)
+    days, hours, minutes, seconds, nanos = (m.group(i) for i in range(1, 6))
+    total = sum(int(v or 0) * f for v, f in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)))
+    total_ns = total * 10**9 + (int((nanos or "").ljust(9, "0")) * (-1 if (seconds or "").startswith("-") else 1))
+    return (-total_ns if text.startswith("-") else total_ns) < 0
+
+
+_OPTIMIZATIONS = ("reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
+
+
+def _topologyOptimization(key: str, value: str) -> str:
+    """``StreamsConfig.verifyTopologyOptimizationConfigs``."""
+    parts = re.split(r"\s*,\s*", value)
+    if (("none" in parts or "all" in parts) and len(parts) > 1) or not all(p in ("none", "all", *_OPTIMIZATIONS) for p in parts):
+        raise ConfigException("Unrecognized config. Acceptable values are: none, all, or a comma separated list of "
+                              f"specific optimizations: ({', '.join(_OPTIMIZATIONS)}). Given: {value}")
+    return value
+
+
+# ------------------------------------------------------------------ spark.* keys
+def _checkSparkKey(key: str) -> None:
+    """WARNING with a did-you-mean for a ``spark.*`` key Spark does not know (Spark itself ignores it)."""
+    from ._config_keys_spark import SPARK_DYNAMIC_PREFIXES, SPARK_KEYS
+
+    if key in SPARK_KEYS or key.startswith(SPARK_DYNAMIC_PREFIXES):
+        return
+    _log.warning("Spark does not know the configuration '%s' (it may belong to a library on Spark's class path); "
+                 "Spark ignores keys it does not know.%s", key, _closest(key, SPARK_KEYS))
+
+
+def _clientValue(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(_clientValue(v) for v in value)
+    if isinstance(value, type):
+        return _show(value)
+    return str(value)
 
 
 class StreamsConfig:
@@ -19,24 +546,42 @@ class StreamsConfig:
     Parameters
     ----------
     props : mapping of str to value, optional
-        Configuration; unknown keys (other than ``spark.*``) raise ``ConfigException``.
+        Kafka Streams keys (every key of Kafka 4.3's ``StreamsConfig``, the client keys it passes
+        on, unprefixed or under ``consumer.`` / ``main.consumer.`` / ``restore.consumer.`` /
+        ``global.consumer.`` / ``producer.`` / ``admin.``, and ``topic.*``), ``kspark.*`` keys and
+        any ``spark.*`` key for the SparkSession. Values as Kafka takes them: numbers and
+        booleans or their strings (``"100"``, ``"true"``); ``*.ms`` durations also as
+        ``timedelta``; serdes, timestamp extractors and exception handlers as instances,
+        classes, factories (``Serdes.Long``) or names of any of these (Kafka's
+        ``org.apache.kafka.common.serialization.Serdes$LongSerde``,
+        ``org.apache.kafka.streams.errors.LogAndContinueExceptionHandler``,
+        ``org.apache.kafka.streams.processor.WallclockTimestampExtractor``, kspark's
+        ``"Serdes.Long"`` or a dotted Python path to a class).
+
+    Keys kspark applies: ``application.id``, ``state.dir``, ``default.key.serde`` (default
+    ``Serdes.String()``), ``default.value.serde`` (default ``Serdes.JSON()``),
+    ``default.timestamp.extractor``, ``deserialization.exception.handler`` (and its deprecated
+    name ``default.deserialization.exception.handler``), ``processing.exception.handler``,
+    ``errors.dead.letter.queue.topic.name`` (also as ``errors.deadletterqueue.topic.name``),
+    ``max.task.idle.ms`` (>= -1), ``statestore.cache.max.bytes`` (>= 0; deprecated name
+    ``cache.max.bytes.buffering``), and ``kspark.topics.dir``, ``kspark.spark.master``,
+    ``kspark.trigger`` ("availableNow" or a Spark processing-time interval such as
+    ``"1 second"``), ``kspark.max.records.per.trigger`` (>= 1; unset = unlimited),
+    ``kspark.repartition.before.stateful.process``. With ``bootstrap.servers`` the Kafka backend
+    also applies ``processing.guarantee``, ``replication.factor``, the client keys
+    (:meth:`clientConfigs`) and ``topic.*`` (:meth:`topicConfigs`); without it they have no
+    effect and are logged as such. Every other Kafka key is accepted and logged once (logger
+    ``kspark.config``) with the reason it changes nothing on Spark. An unknown ``spark.*`` key is
+    a WARNING with a did-you-mean (Spark ignores unknown keys).
 
     Raises
     ------
     ConfigException
-        For an unknown key or a value of the wrong type, naming the key.
+        For an unknown key (with a did-you-mean), or a value of the wrong type or out of range,
+        with Kafka's text ``Invalid value <value> for configuration <key>: <reason>``.
     """
 
-    APPLICATION_ID_CONFIG = "application.id"
-    DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG = "default.timestamp.extractor"
-    DEFAULT_KEY_SERDE_CLASS_CONFIG = "default.key.serde"
-    DEFAULT_VALUE_SERDE_CLASS_CONFIG = "default.value.serde"
-    MAX_TASK_IDLE_MS_CONFIG = "max.task.idle.ms"
-    DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG = "default.deserialization.exception.handler"
-    PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG = "processing.exception.handler"
-    ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG = "errors.deadletterqueue.topic.name"
-    STATE_DIR_CONFIG = "state.dir"
-    STATESTORE_CACHE_MAX_BYTES_CONFIG = "statestore.cache.max.bytes"
+    # kspark's keys
     TOPICS_DIR_CONFIG = "kspark.topics.dir"
     SPARK_MASTER_CONFIG = "kspark.spark.master"
     TRIGGER_CONFIG = "kspark.trigger"
@@ -48,86 +593,301 @@ class StreamsConfig:
     ``StreamsBuilder(config)`` and ``StreamsBuilder.build(config)`` (it shapes the topology, like
     Kafka's ``TopologyConfig``); in the ``KafkaStreams`` config it has no effect."""
 
-    _DEFAULTS: dict[str, Any] = {
-        APPLICATION_ID_CONFIG: None,
-        DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG: None,  # FailOnInvalidTimestamp (rule T-2)
-        DEFAULT_KEY_SERDE_CLASS_CONFIG: None,  # Serdes.String()
-        DEFAULT_VALUE_SERDE_CLASS_CONFIG: None,  # Serdes.JSON()
-        MAX_TASK_IDLE_MS_CONFIG: 0,
-        DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG: None,  # LogAndFailExceptionHandler
-        PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG: None,  # LogAndFailProcessingExceptionHandler
-        ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG: None,
-        STATE_DIR_CONFIG: "/tmp/kspark-streams",
-        STATESTORE_CACHE_MAX_BYTES_CONFIG: 10 * 1024 * 1024,  # Kafka's default; 0 disables the record cache
-        TOPICS_DIR_CONFIG: "/tmp/kspark-topics",
-        SPARK_MASTER_CONFIG: "local[*]",
-        TRIGGER_CONFIG: "availableNow",
-        MAX_RECORDS_PER_TRIGGER_CONFIG: None,
-        REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG: False,
-    }
-    _BOOL_KEYS = {REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG}
-    _INT_KEYS = {MAX_TASK_IDLE_MS_CONFIG, MAX_RECORDS_PER_TRIGGER_CONFIG, STATESTORE_CACHE_MAX_BYTES_CONFIG}
+    # Kafka's names used by kspark's code (every other StreamsConfig constant of Kafka 4.3 is set
+    # below the class from _config_keys_kafka: *_CONFIG, *_PREFIX, AT_LEAST_ONCE, EXACTLY_ONCE_V2...)
+    APPLICATION_ID_CONFIG = "application.id"
+    BOOTSTRAP_SERVERS_CONFIG = "bootstrap.servers"
+    PROCESSING_GUARANTEE_CONFIG = "processing.guarantee"
+    REPLICATION_FACTOR_CONFIG = "replication.factor"
+    COMMIT_INTERVAL_MS_CONFIG = "commit.interval.ms"
+    AUTO_OFFSET_RESET_CONFIG = "auto.offset.reset"
+    """Kafka's ``ConsumerConfig.AUTO_OFFSET_RESET_CONFIG``, here for convenience."""
+    ISOLATION_LEVEL_CONFIG = "isolation.level"
+    """Kafka's ``ConsumerConfig.ISOLATION_LEVEL_CONFIG``."""
+    DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG = "default.timestamp.extractor"
+    DEFAULT_KEY_SERDE_CLASS_CONFIG = "default.key.serde"
+    DEFAULT_VALUE_SERDE_CLASS_CONFIG = "default.value.serde"
+    MAX_TASK_IDLE_MS_CONFIG = "max.task.idle.ms"
+    DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG = "deserialization.exception.handler"
+    DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG = "default.deserialization.exception.handler"
+    PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG = "processing.exception.handler"
+    ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG = "errors.dead.letter.queue.topic.name"
+    STATE_DIR_CONFIG = "state.dir"
+    STATESTORE_CACHE_MAX_BYTES_CONFIG = "statestore.cache.max.bytes"
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE_V2 = "exactly_once_v2"
+    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION
+    """Kafka's internal ``StreamsConfig.InternalConfig`` key; accepted, kspark always uses 0."""
+
+    CLIENT_KINDS = ("consumer", "global.consumer", "producer", "admin")
+    """The ``kind`` values of :meth:`clientConfigs`."""
 
     def __init__(self, props: Mapping[str, Any] | None = None) -> None:
-        self._values = dict(self._DEFAULTS)
-        for key, value in (props or {}).items():
+        self._originals = dict(props or {})
+        self._values: dict[str, Any] = {}
+        self._spark: dict[str, Any] = {}
+        aliased: dict[str, tuple[str, Any]] = {}
+        for key, value in self._originals.items():
+            if not isinstance(key, str):
+                raise ConfigException(f"Invalid configuration key {key!r}: keys are strings")
             if key.startswith("spark."):
-                self._values[key] = value
+                _checkSparkKey(key)
+                self._spark[key] = value
                 continue
-            if key not in self._DEFAULTS:
-                raise ConfigException(f"Unknown configuration '{key}'. Known keys: {sorted(self._DEFAULTS)}")
-            if key in self._INT_KEYS and value is not None:
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise ConfigException(f"Invalid value {value!r} for configuration {key}: Expected value to be a 64-bit integer.")
-            if key in self._BOOL_KEYS:
-                value = self._toBool(key, value)
-            self._values[key] = value
+            target = _ALIASES.get(key, key)
+            definition = _definition(target)
+            if definition is None:
+                raise _unknownKey(key)
+            if value is None:  # as if not given: the default applies
+                continue
+            parsed = self._check(key, target, value, definition)
+            if target != key:
+                aliased[target] = (key, parsed)
+            else:
+                self._values[key] = parsed
+        for target, (alias, parsed) in aliased.items():
+            if target not in self._values:
+                self._values[target] = parsed
+            elif self._values[target] != parsed:
+                _log.warning("Both %s and its deprecated name %s are set; %s=%s applies.", target, alias, target,
+                             _show(self._values[target]))
+        if self.processingGuarantee() == self.EXACTLY_ONCE_V2:  # Kafka's verifyMaxInFlightRequestPerConnection
+            for key in ("max.in.flight.requests.per.connection", "producer.max.in.flight.requests.per.connection"):
+                if self._values.get(key, 0) > 5:
+                    raise _invalid("max.in.flight.requests.per.connection", self._values[key],
+                                   "Can't exceed 5 when exactly-once processing is enabled")
+        self._logWithoutEffect()
 
-    @staticmethod
-    def _toBool(key: str, value: Any) -> bool:
-        # Kafka's ConfigDef.Type.BOOLEAN: a boolean or the strings "true"/"false" (any case)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise ConfigException(f"Invalid value {value!r} for configuration {key}: Expected value to be either true or false")
+    # ------------------------------------------------------------------ checks
+    def _check(self, key: str, target: str, value: Any, definition: tuple) -> Any:
+        kind, _default, validator = definition
+        if target in _ROLES:
+            return _resolve(target, value)
+        if target in ("state.dir", "kspark.topics.dir") and isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if target == "kspark.trigger":
+            return _trigger(key, value)
+        parsed = _parse(key, value, kind)
+        _validate(key, parsed, validator)
+        if target == "kspark.spark.master":
+            return _master(key, parsed)
+        if target == "bootstrap.servers":
+            return _bootstrapServers(key, parsed)
+        if target == "auto.offset.reset" or target.endswith("consumer.auto.offset.reset"):
+            return _autoOffsetReset(key, parsed)
+        if target == "topology.optimization":
+            return _topologyOptimization(key, parsed)
+        if target == "replication.factor" and parsed != -1 and parsed < 1:
+            raise _invalid(key, value, "Value must be -1 (the broker's default) or at least 1")
+        if target in _UNSUPPORTED and parsed != _kafka.STREAMS[target][1] and parsed not in ([], None):
+            raise _invalid(key, value, _UNSUPPORTED[target])
+        return parsed
 
+    def _logWithoutEffect(self) -> None:
+        """One INFO line per given key that changes nothing here, with the reason."""
+        kafka = self.usesKafka()
+        for key in self._originals:
+            target = _ALIASES.get(key, key)
+            if key in _ALIASES:
+                _log.warning("Configuration '%s' is deprecated. Please use '%s' instead.", key, target)
+            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None:
+                continue
+            value = self._values.get(target)
+            if target == EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION and value == 0:
+                continue
+            if target == "topology.optimization" and value == "none":
+                continue
+            if target == "production.exception.handler" and isinstance(value, str):
+                continue  # Kafka's DefaultProductionExceptionHandler: what kspark does
+            reason = _IGNORED.get(target)
+            if reason is None:
+                if kafka:
+                    if target.startswith("restore.consumer."):
+                        reason = "kspark has no restore consumer: state is restored from Spark's checkpoint"
+                    elif target.startswith("client.tag."):
+                        reason = _NO_ASSIGNOR
+                    else:
+                        continue  # the Kafka backend applies it
+                else:
+                    reason = ("bootstrap.servers is not set, so kspark reads and writes its local topics "
+                              "(kspark.topics.dir), not Kafka")
+            _log.info("Configuration %s=%s has no effect: %s.", key, _show(self._originals[key]), reason)
+
+    # ------------------------------------------------------------------ access
     def get(self, key: str) -> Any:
-        return self._values[key]
+        """The value of a key: as given (parsed, serdes and extractors as instances), else its default.
+
+        Raises
+        ------
+        ConfigException
+            For a key that is not known.
+        """
+        target = _ALIASES.get(key, key)
+        if target in self._values:
+            return self._values[target]
+        if key.startswith("spark."):
+            return self._spark.get(key)
+        definition = _definition(target)
+        if definition is None:
+            raise _unknownKey(key)
+        default = definition[1]
+        if default == _REQUIRED:
+            return None
+        if target in _ROLES:
+            return None  # the accessors below give kspark's default
+        return list(default) if isinstance(default, tuple) else default
+
+    def originals(self) -> dict[str, Any]:
+        """The keys and values as given (Kafka ``AbstractConfig.originals()``)."""
+        return dict(self._originals)
 
     def sparkConfs(self) -> dict[str, Any]:
-        return {k: v for k, v in self._values.items() if k.startswith("spark.")}
+        """The ``spark.*`` keys, for the SparkSession."""
+        return dict(self._spark)
+
+    def usesKafka(self) -> bool:
+        """Whether ``bootstrap.servers`` is set and not empty: topics are Kafka's, not kspark's local ones."""
+        return bool(self._values.get(self.BOOTSTRAP_SERVERS_CONFIG))
+
+    def processingGuarantee(self) -> str:
+        """``processing.guarantee``: ``"at_least_once"`` (Kafka's default) or ``"exactly_once_v2"``."""
+        return self.get(self.PROCESSING_GUARANTEE_CONFIG)
+
+    def clientConfigs(self, kind: str) -> dict[str, str]:
+        """Configs of one Kafka client, as Kafka's ``StreamsConfig.getMainConsumerConfigs`` /
+        ``getGlobalConsumerConfigs`` / ``getProducerConfigs`` / ``getAdminConfigs`` build them.
+
+        Parameters
+        ----------
+        kind : {"consumer", "global.consumer", "producer", "admin"}
+            "consumer" is Kafka Streams' main consumer.
+
+        Returns
+        -------
+        dict of str to str
+            Java client key names (not translated for librdkafka), values as strings: Kafka
+            Streams' defaults for that client (consumer: ``auto.offset.reset=earliest``,
+            ``enable.auto.commit=false``, ``max.poll.records=1000``, ``group.protocol=classic``,
+            and kspark's ``isolation.level=read_committed``; producer: ``linger.ms=100``, with
+            exactly_once_v2 also ``enable.idempotence=true``, ``delivery.timeout.ms=2147483647``,
+            ``transaction.timeout.ms=10000``; admin: ``enable.metrics.push=true``), then the
+            unprefixed keys that client knows (``client.id``, ``security.protocol``, ``sasl.*``,
+            ``ssl.*``...), then ``consumer.*`` / ``producer.*`` / ``admin.*`` keys with the prefix
+            stripped, then ``main.consumer.*`` (consumer) or ``global.consumer.*`` (global
+            consumer); the more specific one wins. Then, as Kafka forces them:
+            ``bootstrap.servers`` (always the unprefixed one), ``enable.auto.commit=false`` and
+            ``group.protocol=classic`` for consumers (another value is logged and dropped),
+            ``isolation.level=read_committed`` with exactly_once_v2, the main consumer's
+            ``group.id`` = ``application.id`` and ``allow.auto.create.topics=false``, and the
+            global consumer's ``auto.offset.reset=none`` without ``group.id`` (Kafka's global
+            consumer seeks itself).
+
+        Raises
+        ------
+        ValueError
+            For another ``kind``.
+        """
+        if kind not in self.CLIENT_KINDS:
+            raise ValueError(f"kind must be one of {self.CLIENT_KINDS}, not {kind!r}")
+        eos = self.processingGuarantee() == self.EXACTLY_ONCE_V2
+        consumer = kind in ("consumer", "global.consumer")
+        names = {"producer": _kafka.PRODUCER, "admin": _kafka.ADMIN}.get(kind, _kafka.CONSUMER)
+        if consumer:
+            props: dict[str, Any] = {"max.poll.records": "1000", "auto.offset.reset": "earliest",
+                                     "enable.auto.commit": "false", "group.protocol": "classic",
+                                     "isolation.level": "read_committed"}
+        elif kind == "producer":
+            props = {"linger.ms": "100"}
+            if eos:
+                props.update({"delivery.timeout.ms": str(2**31 - 1), "enable.idempotence": "true",
+                              "transaction.timeout.ms": "10000"})
+        else:
+            props = {"enable.metrics.push": "true"}
+        prefixes = {"consumer": ("consumer.", "main.consumer."), "global.consumer": ("consumer.", "global.consumer."),
+                    "producer": ("producer.",), "admin": ("admin.",)}[kind]
+        for key, value in self._values.items():  # group.protocol unprefixed is Streams' (classic/streams)
+            if key in names and key not in _NOT_CLIENT_KEYS and key not in ("bootstrap.servers", "group.protocol"):
+                props[key] = value
+        for prefix in prefixes:
+            for key, value in self._values.items():
+                if key.startswith(prefix):
+                    props[key[len(prefix):]] = value
+        props = {k: _clientValue(v) for k, v in props.items()}
+        if consumer:
+            for key, forced in (("enable.auto.commit", "false"), ("group.protocol", "classic")):
+                if props[key].lower() != forced:
+                    _log.error("Unexpected user-specified consumer config '%s' found. User setting (%s) will be ignored "
+                               "and the Streams default setting (%s) will be used.", key, props[key], forced)
+                    props[key] = forced
+            if eos and props["isolation.level"] != "read_committed":
+                _log.warning("Unexpected user-specified consumer config '%s' found. 'processing.guarantee' is set to "
+                             "\"exactly_once_v2\". Hence, user setting (%s) will be ignored and the Streams default "
+                             "setting (read_committed) will be used.", "isolation.level", props["isolation.level"])
+                props["isolation.level"] = "read_committed"
+        elif kind == "producer" and eos:
+            for key, forced in (("enable.idempotence", "true"), ("transactional.id", None)):
+                if key in props and props[key] != forced:
+                    _log.warning("Unexpected user-specified producer config '%s' found. 'processing.guarantee' is set "
+                                 "to \"exactly_once_v2\". Hence, user setting (%s) will be ignored.", key, props[key])
+                    if forced is None:
+                        del props[key]
+                    else:
+                        props[key] = forced
+        if self.usesKafka():
+            props["bootstrap.servers"] = ",".join(self._values["bootstrap.servers"])
+        if kind == "consumer" and self.get(self.APPLICATION_ID_CONFIG):
+            props["group.id"] = self.get(self.APPLICATION_ID_CONFIG)
+            props["allow.auto.create.topics"] = "false"
+        elif kind == "global.consumer":
+            props.pop("group.id", None)
+            props.pop("group.instance.id", None)
+            props["auto.offset.reset"] = "none"
+        return props
+
+    def topicConfigs(self) -> dict[str, str]:
+        """The ``topic.*`` keys with the prefix stripped, for the internal topics kspark creates on
+        Kafka (Kafka's ``originalsWithPrefix(TOPIC_PREFIX)``)."""
+        return {k[len("topic."):]: _clientValue(v) for k, v in self._values.items() if k.startswith("topic.")}
 
     def defaultKeySerde(self):
+        """``default.key.serde``, ``Serdes.String()`` if unset."""
         from .serialization import Serdes
 
-        return self._values[self.DEFAULT_KEY_SERDE_CLASS_CONFIG] or Serdes.String()
+        return self._values.get(self.DEFAULT_KEY_SERDE_CLASS_CONFIG) or Serdes.String()
 
     def defaultValueSerde(self):
+        """``default.value.serde``, ``Serdes.JSON()`` if unset."""
         from .serialization import Serdes
 
-        return self._values[self.DEFAULT_VALUE_SERDE_CLASS_CONFIG] or Serdes.JSON()
+        return self._values.get(self.DEFAULT_VALUE_SERDE_CLASS_CONFIG) or Serdes.JSON()
 
     def deserializationExceptionHandler(self):
+        """A handler from ``deserialization.exception.handler`` (``LogAndFailExceptionHandler`` if unset);
+        a new one per call when a class or name was configured."""
         from .errors import LogAndFailExceptionHandler
 
-        return self._handler(self.DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailExceptionHandler)
+        return self._handler(self.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailExceptionHandler)
 
     def processingExceptionHandler(self):
+        """A handler from ``processing.exception.handler`` (``LogAndFailProcessingExceptionHandler`` if unset)."""
         from .errors import LogAndFailProcessingExceptionHandler
 
         return self._handler(self.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailProcessingExceptionHandler)
 
     def _handler(self, key: str, default: type):
-        value = self._values[key]
+        value = self._values.get(key)
         if value is None:
             return default()
-        handler = value() if isinstance(value, type) else value
-        if not callable(getattr(handler, "handle", None)):
-            raise ConfigException(f"Invalid value {value!r} for configuration {key}: it has no handle() method.")
-        return handler
+        return value() if not callable(getattr(value, "handle", None)) or isinstance(value, type) else value
 
     def defaultTimestampExtractor(self):
+        """``default.timestamp.extractor``, ``FailOnInvalidTimestamp()`` if unset."""
         from .processor import FailOnInvalidTimestamp
 
-        return self._values[self.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG] or FailOnInvalidTimestamp()
+        return self._values.get(self.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG) or FailOnInvalidTimestamp()
+
+
+for _name, _value in {**_kafka.STREAMS_DEPRECATED_CONSTANTS, **_kafka.STREAMS_CONSTANTS}.items():
+    if not hasattr(StreamsConfig, _name):
+        setattr(StreamsConfig, _name, _value)
+del _name, _value

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigException",
+    "InvalidStateStoreException",
     "StreamsException",
     "TaskAssignmentException",
     "TopologyException",
+    "UnknownStateStoreException",
 ]
 
 
@@ -30,6 +32,14 @@ class TopologyException(StreamsException):
 
 class TaskAssignmentException(StreamsException):
     """Partition counts of internal topics cannot be computed (Kafka ``TaskAssignmentException``)."""
+
+
+class InvalidStateStoreException(StreamsException):
+    """A store cannot be queried: not running, or not of the queried type (Kafka ``InvalidStateStoreException``)."""
+
+
+class UnknownStateStoreException(InvalidStateStoreException):
+    """No store of that name in the topology (Kafka ``UnknownStateStoreException``)."""
 
 
 class ConfigException(ValueError):

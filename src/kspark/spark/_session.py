@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shlex
 import sys
@@ -10,13 +11,23 @@ import tempfile
 import zipfile
 
 from ..config import StreamsConfig
+from ..errors import ConfigException
+from . import _quiet
 
 
 def getOrCreateSession(config: StreamsConfig):
     """Return the active SparkSession or create one with ``kspark.spark.master`` and ``spark.*`` keys.
 
+    A session already running in this process is checked against ``config`` first
+    (:func:`checkSessionConflicts`: another master is an error, other ``spark.*`` values are set or
+    named in a WARNING).
+
     Python workers use this interpreter (``PYSPARK_PYTHON`` unless set to another one), so they
     see the same packages; state uses the RocksDB provider with changelog checkpointing.
+
+    Quiet by default (:mod:`kspark.spark._quiet`): kspark starts the driver JVM itself to filter
+    its stderr, with kspark's ``log4j2.properties`` (Spark at WARN, no banner); verbose mode
+    (``kspark`` logger at DEBUG) sets Spark's log level to INFO and shows every JVM line.
 
     The JVM runs with ``-XX:TieredStopAtLevel=1`` (C1 JIT only) unless
     ``spark.driver.extraJavaOptions`` is given: records cross the JVM in a few Arrow chunks per
@@ -35,6 +46,9 @@ def getOrCreateSession(config: StreamsConfig):
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
+    existing = active or SparkSession._instantiatedSession  # made by another thread: the builder would reuse it
+    if existing is not None and existing._sc._jsc is not None:
+        checkSessionConflicts(existing, config)
     if active is not None:
         return active
     if os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
@@ -49,14 +63,50 @@ def getOrCreateSession(config: StreamsConfig):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
     )
     for key, value in config.sparkConfs().items():
         builder = builder.config(key, value)
+    builder = builder.config("spark.driver.extraJavaOptions",
+                             _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions")))
+    verbose = _quiet.isVerbose(config)
+    _quiet.setVerbose(verbose)
+    _quiet.launchGateway(dict(builder._options), config.get(StreamsConfig.SPARK_MASTER_CONFIG))
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("INFO" if verbose else "WARN")
     return session
+
+
+def checkSessionConflicts(session, config: StreamsConfig) -> None:
+    """Compare the keys ``config`` sets with the SparkSession this process already runs, which
+    every ``KafkaStreams`` of the process shares (pyspark has one SparkContext per process).
+
+    A different ``kspark.spark.master`` raises ``ConfigException``. A ``spark.*`` key with another
+    value is set on the session when Spark allows it at runtime (SQL confs such as
+    ``spark.sql.shuffle.partitions``), otherwise one WARNING (logger ``kspark.config``) names every
+    such key with both values: they keep the running session's values.
+    """
+    given = config.originals()
+    master = session.sparkContext.master
+    if given.get(StreamsConfig.SPARK_MASTER_CONFIG) is not None and config.get(StreamsConfig.SPARK_MASTER_CONFIG) != master:
+        raise ConfigException(
+            f"Invalid value {config.get(StreamsConfig.SPARK_MASTER_CONFIG)} for configuration "
+            f"{StreamsConfig.SPARK_MASTER_CONFIG}: this process already runs a SparkSession on master {master}, "
+            "which every KafkaStreams of the process shares; use that master or stop the session first.")
+    kept = []
+    for key, value in config.sparkConfs().items():
+        wanted = str(value).lower() if isinstance(value, bool) else str(value)
+        running = session.conf.get(key, None)
+        if running == wanted:
+            continue
+        if session.conf.isModifiable(key):
+            session.conf.set(key, wanted)
+        else:
+            kept.append(f"{key}={wanted} (running: {running})")
+    if kept:
+        logging.getLogger("kspark.config").warning(
+            "This process already runs a SparkSession; these keys cannot change at runtime and keep the running "
+            "session's values: %s. Stop the session first to apply them.", ", ".join(kept))
 
 
 _PRELOADING_DAEMON = """\
