@@ -85,5 +85,5 @@ def pytest_terminal_summary(terminalreporter):
             line(row)
     tr.write_line(f"seeds per variant: {len(conformanceSeeds())} (KSPARK_CONFORMANCE_SEEDS); a run = one variant "
                   "(cache on/off) and seed; equal = records after each input, errors and stores all as Kafka's; "
-                  "describe = describe() once per scenario; xfail = variants failing for a known reason (issue 19 "
-                  "item or FINDINGS.md), other = failing for no known reason")
+                  "describe = describe() once per scenario; xfail = variants failing for a known reason (FINDINGS.md), "
+                  "other = failing for no known reason")

@@ -50,8 +50,13 @@ public final class Harness {
     static final ObjectMapper JSON = new ObjectMapper();
     static final JsonNodeFactory F = JsonNodeFactory.instance;
 
+    /** Kafka's state.dir for this JVM only: the default /tmp/kafka-streams is shared with every
+     *  other Kafka Streams test on the machine, and a driver's close() deletes it. */
+    static Path stateDir;
+
     public static void main(final String[] args) throws Exception {
         final Map<String, Scenario> catalogue = Catalogue.all();
+        stateDir = Files.createTempDirectory("kspark-conformance-state-");
         try (BufferedReader in = Files.newBufferedReader(Path.of(args[0]), StandardCharsets.UTF_8);
              BufferedWriter out = Files.newBufferedWriter(Path.of(args[1]), StandardCharsets.UTF_8)) {
             String line;
@@ -62,6 +67,10 @@ public final class Harness {
                 final JsonNode request = JSON.readTree(line);
                 out.write(JSON.writeValueAsString(run(catalogue, request)));
                 out.newLine();
+            }
+        } finally {
+            try (java.util.stream.Stream<Path> paths = Files.walk(stateDir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
             }
         }
     }
@@ -106,6 +115,7 @@ public final class Harness {
         final Properties props = new Properties();
         props.put("application.id", "app");
         props.put("bootstrap.servers", "dummy:1234");
+        props.put("state.dir", stateDir.toString());
         request.path("config").properties().forEach(e -> props.put(e.getKey(), e.getValue().asText()));
         final Topology topology;
         try {
