@@ -26,9 +26,7 @@ from kspark import (
 # Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F1 = "FINDINGS F1: Serdes.Short/Boolean/Bytes/ByteBuffer missing"
 F3 = "FINDINGS F3: static factories Produced.keySerde, Grouped.valueSerde, Repartitioned.numberOfPartitions missing"
-F5 = "FINDINGS F5: invalid UTF-8 fails kspark's String deserializer, Kafka's decodes it to U+FFFD"
 F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
@@ -592,38 +590,35 @@ def _(b, p):
 
 # ------------------------------------------------------------------------------ built-in serdes
 F = "serde"
-KSPARK_SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void")
-OTHER_SERDES = ("Short", "Boolean", "Bytes", "ByteBuffer")
+SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void", "Short", "Boolean", "Bytes",
+          "ByteBuffer")
 
 
 def _serde(name: str):
     return getattr(Serdes, name)()
 
 
-for _name in KSPARK_SERDES + OTHER_SERDES:
-    _missing = None if _name in KSPARK_SERDES else F1
+for _name in SERDES:
     _inputs = {"in": Gen(serdeBytes(_name), serdeBytes(_name))}
 
-    @scenario(f"serde.produced[{_name}]", F, java="serde.produced", params={"serde": _name}, inputs=_inputs,
-              xfail=_missing, xfailDescribe=_missing)
+    @scenario(f"serde.produced[{_name}]", F, java="serde.produced", params={"serde": _name}, inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).to("out", Produced.with_(s, s))
 
-    @scenario(f"serde.inherit[{_name}]", F, java="serde.inherit", params={"serde": _name}, inputs=_inputs,
-              xfail=_missing, xfailDescribe=_missing)
+    @scenario(f"serde.inherit[{_name}]", F, java="serde.inherit", params={"serde": _name}, inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).to("out")
 
     @scenario(f"serde.inherit.filter[{_name}]", F, java="serde.inherit.filter", params={"serde": _name},
-              inputs=_inputs, xfail=_missing, xfailDescribe=_missing)
+              inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).filter(lambda k, v: True).to("out")
 
 
-@scenario("serde.invalidUtf8", F, xfail=F5, java="serde.produced", params={"serde": "String"},
+@scenario("serde.invalidUtf8", F, java="serde.produced", params={"serde": "String"},
           inputs={"in": Gen(keys(), serdeBytes("String", bad=0.3))})
 def _(b, p):
     s = _serde(p["serde"])
@@ -754,7 +749,6 @@ def _(b, p):
 
 @scenario("aggregate.list.mutated", F, stores=({"name": "lists", "kind": "tkv"},), **{**AGG, "inputs": {"in": Gen(keys(), words())}})
 def _(b, p):
-    # Kafka: Serdes.ListSerde(ArrayList.class, Serdes.String()); kspark has no ListSerde, JSON holds the list
     def add(k, v, lst):
         lst.append(v)
         return lst
@@ -764,7 +758,7 @@ def _(b, p):
         return ",".join(lst)
 
     (b.stream("in").groupByKey()
-     .aggregate(lambda: [], add, Named.as_("agg"), Materialized.as_("lists").withValueSerde(Serdes.JSON()))
+     .aggregate(lambda: [], add, Named.as_("agg"), Materialized.as_("lists").withValueSerde(Serdes.ListSerde(list, Serdes.String())))
      .toStream().mapValues(mark).to("out"))
 
 
