@@ -204,13 +204,18 @@ class SinkWriter:
 
     ``write(key, value, timestamp, headers)``; raises ``StreamsException`` on a serialization
     error or a partitioner result out of range.
+
+    A ``StreamPartitioner`` (rule DP-1, Kafka 4's ``partitions(topic, key, value, numPartitions)``)
+    returns None (the default partitioning), a set of partitions (the record is written to each,
+    in ascending order: KIP-837's multicast; an empty set drops the record and counts it,
+    ``onDropped()``), or one int (Kafka 3's ``partition()``).
     """
 
     __slots__ = ("name", "topic", "keySerde", "valueSerde", "partitioner", "baseKey", "_numPartitions",
-                 "_n", "_produced", "_roundRobin", "extractor", "_context")
+                 "_n", "_produced", "_roundRobin", "extractor", "_context", "_onDropped")
 
     def __init__(self, name: str, topic: str | None, keySerde, valueSerde, partitioner, numPartitions, produced: list,
-                 extractor=None, context=None) -> None:
+                 extractor=None, context=None, onDropped=None) -> None:
         self.name, self.topic, self.keySerde, self.valueSerde = name, topic, keySerde, valueSerde
         self.partitioner = partitioner
         # a TopicNameExtractor sink (topic None): extractor(key, value, RecordContext) per record
@@ -218,6 +223,7 @@ class SinkWriter:
         # a windowed key serde hashes only the base key (Kafka WindowedStreamPartitioner, DP-1)
         self.baseKey = getattr(keySerde, "baseKeyBytes", None)
         self._numPartitions, self._n, self._produced, self._roundRobin = numPartitions, None, produced, count()
+        self._onDropped = onDropped
 
     def numPartitions(self) -> int:
         if self._n is None:  # looked up lazily: an internal topic's count is known at run time
@@ -243,23 +249,39 @@ class SinkWriter:
     def write(self, key, value, timestamp: int, headers: tuple) -> None:
         topic = self.topic
         n = self._n if self._n is not None else self.numPartitions()
+        partitioner = self.partitioner
+        # Kafka's RecordCollectorImpl asks the partitioner before it serializes
+        partitions = partitioner(topic, key, value, n) if partitioner else None
         try:
             keyBytes = self.keySerde.serialize(topic, key)
             valueBytes = self.valueSerde.serialize(topic, value)
         except Exception as e:
             raise StreamsException(f"Error serializing record to topic {topic} in sink node {self.name}: {e}") from e
-        partitioner = self.partitioner
-        partition = partitioner(topic, key, value, n) if partitioner else None
-        if partition is None:
+        if partitions is None:
             # DP-1: the producer hashes a non-null key; a null key is spread without hashing
             # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
             hashed = keyBytes if self.baseKey is None or keyBytes is None else self.baseKey(keyBytes)
             partition = partitionForKey(hashed, n) if hashed is not None else next(self._roundRobin) % n
-        elif not 0 <= partition < n:
-            raise StreamsException(
-                f"Partitioner of sink {self.name} returned partition {partition} for topic {topic} with {n} partitions"
-            )
-        self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+            self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+            return
+        if isinstance(partitions, int) and not isinstance(partitions, bool):
+            partitions = (partitions,)
+        else:
+            try:
+                partitions = sorted(partitions)
+            except TypeError:
+                raise StreamsException(f"Partitioner of sink {self.name} returned {partitions!r} for topic {topic}: "
+                                       "expected None, a set of partitions or a partition") from None
+            if not partitions:
+                log.warning("Skipping record as partitioner returned empty partitions. topic=[%s]", topic)
+                if self._onDropped is not None:
+                    self._onDropped()
+                return
+        for partition in partitions:
+            if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < n:
+                raise StreamsException(f"Partitioner of sink {self.name} returned partition {partition!r} for topic "
+                                       f"{topic} with {n} partitions")
+            self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
 
 
 class RecordContext:
@@ -489,7 +511,9 @@ class StreamTask:
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
         writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
                                         _serde(spec.valueSerde, defaultValue), spec.partitioner,
-                                        numPartitions, self.produced, spec.topicExtractor, self.context)
+                                        numPartitions, self.produced, spec.topicExtractor, self.context,
+                                        lambda: self.metrics.recordDropped(self.taskId, spec.name,
+                                                                           "partitioner returned no partition"))
         write = writer.write if spec.topicExtractor is None else writer.writeExtracted
 
         def process(record: Record) -> None:
