@@ -539,7 +539,7 @@ class Serdes:
         """Kafka ``Serdes.serdeFrom``: ``serdeFrom(serializer, deserializer)`` (objects with
         ``serialize(topic, data)`` / ``deserialize(topic, data)``, or such functions), or
         ``serdeFrom(type)``: the built-in serde of ``str``, ``int`` (Long), ``float`` (Double),
-        ``bytes``, ``uuid.UUID`` or ``type(None)`` (Void).
+        ``bytes``, ``bool``, ``uuid.UUID`` or ``type(None)`` (Void).
 
         Raises
         ------
@@ -549,11 +549,11 @@ class Serdes:
             For a type without a built-in serde (Kafka: ``IllegalArgumentException``).
         """
         if deserializer is None and isinstance(serializerOrType, type):
-            serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde,
+            serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde, bool: _BooleanSerde,
                      _uuid.UUID: _UUIDSerde, type(None): _VoidSerde}.get(serializerOrType)
             if serde is None:
-                raise ValueError(f"Unknown class for built-in serializer: {serializerOrType.__name__}. Supported types "
-                                 "are: str, int, float, bytes, uuid.UUID, NoneType")
+                raise ValueError("Unknown class for built-in serializer. Supported types are: str, int, float, bytes, "
+                                 f"bool, uuid.UUID, NoneType (got {serializerOrType.__name__})")
             return serde()
         serialize = getattr(serializerOrType, "serialize", serializerOrType)
         deserialize = getattr(deserializer, "deserialize", deserializer)

@@ -26,20 +26,16 @@ from kspark import (
 # Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F3 = "FINDINGS F3: static factories Produced.keySerde, Grouped.valueSerde, Repartitioned.numberOfPartitions missing"
 F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
 F9 = "FINDINGS F9: Processor API port gaps (RecordMetadata methods, FixedKey processors, Headers)"
-F10 = "FINDINGS F10: WindowedSerdes.*From take a Serde, Kafka's a class"
 F11 = "FINDINGS F11: generated names differ from Kafka 4.3's"
 F12 = "FINDINGS F12: error texts differ from Kafka 4.3's"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
 F15 = "FINDINGS F15: windowed reduce after a null value"
-F16 = "FINDINGS F16: SessionWindows refuses a zero gap, Kafka 4.3 only a negative one"
 F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
-F18 = "FINDINGS F18: StreamPartitioner returns an int, Kafka 4's partitions() a set of partitions"
 
 
 # ------------------------------------------------------------------------------ input generators
@@ -458,7 +454,7 @@ def _(b, p):
     b.stream("in").repartition(Repartitioned.with_(Serdes.String(), Serdes.String()).withName("rp")).to("out")
 
 
-@scenario("stream.repartition.partitions", F, xfailDescribe=F3, xfail=F3)
+@scenario("stream.repartition.partitions", F)
 def _(b, p):
     b.stream("in").repartition(Repartitioned.numberOfPartitions(1).withName("rp")).to("out")
 
@@ -802,7 +798,7 @@ def _(b, p):
      .windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).count().toStream().to("out"))
 
 
-@scenario("wcount.windowedSerde", F, xfail=F10, **WIN)
+@scenario("wcount.windowedSerde", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).count().toStream()
      .to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(str, 1000), Serdes.Long())))
@@ -1472,13 +1468,13 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("fail.sessionWindows.zeroGap", F, xfailDescribe=F16, xfail=F16)
+@scenario("fail.sessionWindows.zeroGap", F)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(0))).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("fail.sessionWindows.negativeGap", F, xfail=F16)
+@scenario("fail.sessionWindows.negativeGap", F)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=-1)))
      .count().toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
@@ -1583,17 +1579,17 @@ def _(b, p):
 F = "api"
 
 
-@scenario("api.produced.keySerde", F, xfailDescribe=F3, xfail=F3)
+@scenario("api.produced.keySerde", F)
 def _(b, p):
     b.stream("in").to("out", Produced.keySerde(Serdes.String()))
 
 
-@scenario("api.produced.partitioner", F, xfail=F18)
+@scenario("api.produced.partitioner", F)
 def _(b, p):
     b.stream("in").to("out", Produced.with_(Serdes.String(), Serdes.String(), lambda t, k, v, n: {0}))
 
 
-@scenario("api.grouped.valueSerde", F, xfailDescribe=F3, xfail=F3, cached=True)
+@scenario("api.grouped.valueSerde", F, cached=True)
 def _(b, p):
     b.stream("in").groupBy(lambda k, v: v, Grouped.valueSerde(Serdes.String())).count().toStream().to("out", LONGS)
 
