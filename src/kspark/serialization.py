@@ -20,6 +20,51 @@ class SerializationException(Exception):
     """A value could not be (de)serialized (Kafka ``SerializationException``)."""
 
 
+class IncompatibleTypeException(SerializationException):
+    """A built-in serializer got a value of a type it cannot write: what is a ``ClassCastException``
+    in Kafka's serializers (a sink reports it with Kafka's text, ``classCast()`` the Java-like cause)."""
+
+    def __init__(self, message: str, serde: "Serde", data: Any) -> None:
+        super().__init__(message)
+        self.serde, self.data = serde, data
+
+    def classCast(self) -> TypeError:
+        """Java's ``ClassCastException`` message for this value and serializer, then kspark's text."""
+        actual, expected = javaTypeName(self.data), getattr(self.serde, "javaType", None)
+        text = f"class {actual} cannot be cast to class {expected}"
+        if expected is not None and all(n.startswith(("java.", "[")) for n in (actual, expected)):
+            text += f" ({actual} and {expected} are in module java.base of loader 'bootstrap')"
+        return TypeError(f"{text}: {self}")
+
+
+_JAVA_TYPES = {bool: "java.lang.Boolean", int: "java.lang.Long", float: "java.lang.Double", str: "java.lang.String",
+               bytes: "[B", bytearray: "[B", memoryview: "java.nio.HeapByteBuffer", _uuid.UUID: "java.util.UUID",
+               list: "java.util.ArrayList", tuple: "java.util.ArrayList", dict: "java.util.HashMap",
+               set: "java.util.HashSet"}
+
+
+def javaTypeName(value: Any) -> str:
+    """The Java class Kafka would name for ``value``: a Python int is a ``java.lang.Long`` (the
+    type of ``Serdes.Long()``), bytes ``[B``, ...; other types by their Python qualified name."""
+    t = type(value)
+    name = _JAVA_TYPES.get(t)
+    if name is None:
+        name = "org.apache.kafka.streams.kstream.Windowed" if t.__name__ == "Windowed" else (
+            f"{t.__module__}.{t.__qualname__}")
+    return name
+
+
+def javaSerializerName(serde: Any) -> str:
+    """The class name Kafka's messages give ``serde``'s serializer: Kafka's own for the built-in
+    serdes (``org.apache.kafka.common.serialization.StringSerializer``), else the serde's Python
+    class."""
+    name = getattr(serde, "javaSerializer", None)
+    if name is not None:
+        return name
+    t = type(serde)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 class Serde:
     """A serializer/deserializer pair. ``serialize(topic, data)`` / ``deserialize(topic, data)``.
 
@@ -44,10 +89,10 @@ class Serde:
         return hash(type(self))
 
     def _incompatible(self, topic: str | None, data: Any, expected: str) -> SerializationException:
-        return SerializationException(
+        return IncompatibleTypeException(
             f"{self!r} cannot serialize a {type(data).__name__} ({data!r:.80}) for topic {topic}: "
             f"expected {expected}. Set a matching serde in Consumed/Produced/Repartitioned or "
-            "default.key.serde / default.value.serde."
+            "default.key.serde / default.value.serde.", self, data
         )
 
 
@@ -439,6 +484,18 @@ class _PickleSerde(Serde):
 
     def deserialize(self, topic, data):
         return None if data is None else pickle.loads(data)
+
+
+# The Kafka serializer class and value class of each built-in serde, for Kafka's error texts
+for _serde, _serializer, _javaType in (
+        (_StringSerde, "StringSerializer", "java.lang.String"), (_LongSerde, "LongSerializer", "java.lang.Long"),
+        (_IntegerSerde, "IntegerSerializer", "java.lang.Integer"), (_ShortSerde, "ShortSerializer", "java.lang.Short"),
+        (_DoubleSerde, "DoubleSerializer", "java.lang.Double"), (_FloatSerde, "FloatSerializer", "java.lang.Float"),
+        (_BooleanSerde, "BooleanSerializer", "java.lang.Boolean"), (_ByteArraySerde, "ByteArraySerializer", "[B"),
+        (_BytesSerde, "BytesSerializer", "org.apache.kafka.common.utils.Bytes"),
+        (_ByteBufferSerde, "ByteBufferSerializer", "java.nio.ByteBuffer"), (_UUIDSerde, "UUIDSerializer", "java.util.UUID"),
+        (_VoidSerde, "VoidSerializer", "java.lang.Void"), (_ListSerde, "ListSerializer", "java.util.List")):
+    _serde.javaSerializer, _serde.javaType = "org.apache.kafka.common.serialization." + _serializer, _javaType
 
 
 class Serdes:

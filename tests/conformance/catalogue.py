@@ -30,8 +30,6 @@ F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
 F9 = "FINDINGS F9: Processor API port gaps (RecordMetadata methods, FixedKey processors, Headers)"
-F11 = "FINDINGS F11: generated names differ from Kafka 4.3's"
-F12 = "FINDINGS F12: error texts differ from Kafka 4.3's"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
 F15 = "FINDINGS F15: windowed reduce after a null value"
@@ -1327,7 +1325,7 @@ def _(b, p):
      .to("out"))
 
 
-@scenario("sjoin.global.named", F, xfailDescribe=F11, stores=({"name": "g-store", "kind": "tkv"},), **GJOIN)
+@scenario("sjoin.global.named", F, stores=({"name": "g-store", "kind": "tkv"},), **GJOIN)
 def _(b, p):
     g = b.globalTable("glb", Materialized.as_("g-store"))
     (b.stream("in").join(g, lambda k, v: None if v is None else v[0:1], lambda k, v, gv: orDash(k) + ":" + v + "|" + gv,
@@ -1382,7 +1380,7 @@ F = "failure"
 LONG_VALUES = {"in": Gen(keys(), serdeBytes("Long", bad=0.2))}
 
 
-@scenario("fail.deserialization", F, xfail=F12, inputs=LONG_VALUES)
+@scenario("fail.deserialization", F, inputs=LONG_VALUES)
 def _(b, p):
     b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).to("out", Produced.with_(Serdes.String(), Serdes.Long()))
 
@@ -1414,7 +1412,7 @@ def _(b, p):
     b.stream("in").mapValues(check).to("out")
 
 
-@scenario("fail.sink.wrongSerde", F, xfail=F12, inputs={"in": Gen(keys(), serdeBytes("Long", bad=0))})
+@scenario("fail.sink.wrongSerde", F, inputs={"in": Gen(keys(), serdeBytes("Long", bad=0))})
 def _(b, p):
     b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).mapValues(lambda v: v).to("out")
 
@@ -1430,12 +1428,12 @@ def _(b, p):
     b.stream("in", Consumed.with_(ValueTimestampExtractor())).to("out")
 
 
-@scenario("fail.suppress.notWindowed", F, xfail=F12, inputs=TABLE)
+@scenario("fail.suppress.notWindowed", F, inputs=TABLE)
 def _(b, p):
     b.table("in").suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())).toStream().to("out")
 
 
-@scenario("fail.store.notConnected", F, xfail=F12)
+@scenario("fail.store.notConnected", F)
 def _(b, p):
     b.addStateStore(countsStore())
     b.stream("in").process(CountingProcessor).to("out")
@@ -1599,7 +1597,7 @@ def _(b, p):
     b.stream("in", Consumed.as_("source")).to("out")
 
 
-@scenario("api.table.consumed.as", F, xfailDescribe=F11, inputs=TABLE)
+@scenario("api.table.consumed.as", F, inputs=TABLE)
 def _(b, p):
     b.table("in", Consumed.as_("src")).toStream().to("out")
 

@@ -29,6 +29,35 @@ if TYPE_CHECKING:
 __all__ = ["KTable"]
 
 
+def _graphChain(builder, name: str) -> str:
+    """The chain of Kafka's DSL graph nodes from the root to processor ``name``, as
+    ``GraphGraceSearchUtil`` names it in its error (``root->KTABLE-SOURCE-0000000002->...``),
+    following first parents: a ``builder.table`` source and its stream source are one node (the
+    table's), a repartition topic is the node of its source, a table-table join's two halves are
+    inside the merge node."""
+    from ..topology._topology import SinkNodeSpec, SourceNodeSpec
+
+    topology, chain = builder._topology, []
+    while True:
+        spec = topology._nodes[name]
+        if isinstance(spec, SourceNodeSpec):
+            chain.append(name)
+            topic = spec.topics[0]
+            if topic not in topology._internalTopics:
+                break
+            sink = next(n for n in topology._nodes.values() if isinstance(n, SinkNodeSpec) and n.topic == topic)
+            name = sink.parents[0]
+            if name in topology._nullKeyPolicies:  # the repartition's null-key filter
+                name = topology._nodes[name].parents[0]
+            continue
+        if not isinstance(spec.supplier, KTableKTableJoinSupplier):
+            chain.append(name)
+            if name in builder._tableSources:
+                break
+        name = spec.parents[0]
+    return "->".join(["root"] + chain[::-1])
+
+
 class KTable:
     """A changelog stream seen as a table: the latest value per key (Kafka ``KTable``).
 
@@ -100,7 +129,8 @@ class KTable:
 
         untilWindowCloses = suppressed.timeLimitMs is None
         if untilWindowCloses and self._windowCloseDuration is None:
-            raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
+            raise TopologyException("Window close time is only defined for windowed computations. Got "
+                                    f"[{_graphChain(self._builder, self._name)}].")
         name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
         duration = self._windowCloseDuration if untilWindowCloses else suppressed.timeLimitMs
         config, storeName = suppressed.bufferConfig, self._storeName

@@ -245,6 +245,8 @@ class TimeWindows(Windows):
 
 class _TimeWindowedSerde(Serde):
     name = "TimeWindowed"
+    javaSerializer = "org.apache.kafka.streams.kstream.TimeWindowedSerializer"
+    javaType = "org.apache.kafka.streams.kstream.Windowed"
 
     def __init__(self, inner: Serde, windowSize: int) -> None:
         self.inner, self.windowSize = inner, windowSize
@@ -256,7 +258,7 @@ class _TimeWindowedSerde(Serde):
         if data is None:
             return None
         if not isinstance(data, Windowed):
-            raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
+            raise self._incompatible(topic, data, "a Windowed key")
         return self.inner.serialize(topic, data.key()) + data.window().start().to_bytes(8, "big", signed=True)
 
     def deserialize(self, topic, data):
@@ -272,6 +274,8 @@ class _TimeWindowedSerde(Serde):
 
 class _SessionWindowedSerde(Serde):
     name = "SessionWindowed"
+    javaSerializer = "org.apache.kafka.streams.kstream.SessionWindowedSerializer"
+    javaType = "org.apache.kafka.streams.kstream.Windowed"
 
     def __init__(self, inner: Serde) -> None:
         self.inner = inner
@@ -283,7 +287,7 @@ class _SessionWindowedSerde(Serde):
         if data is None:
             return None
         if not isinstance(data, Windowed):
-            raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
+            raise self._incompatible(topic, data, "a Windowed key")
         w = data.window()
         return self.inner.serialize(topic, data.key()) + _END_START.pack(w.end(), w.start())
 

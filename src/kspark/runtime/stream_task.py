@@ -12,9 +12,10 @@ from itertools import count, repeat
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
-from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, StreamsException
+from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, ProcessorStateException, StreamsException
 from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
+from ..serialization import IncompatibleTypeException, javaSerializerName, javaTypeName
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
@@ -137,7 +138,7 @@ class _Context(ProcessorContext):
                 "processor. If you add stores manually via '.addStateStore()' make sure to connect the added store "
                 "to the processor by providing the processor name to '.addStateStore()' or connect them via "
                 "'.connectProcessorAndStateStores()'. DSL users need to provide the store name to '.process()', "
-                "'.transform()', or '.transformValues()' to connect the store to the corresponding operator, or they "
+                "'.processValues()', or '.transformValues()' to connect the store to the corresponding operator, or they "
                 "can provide a StoreBuilder by implementing the stores() method on the Supplier itself. If you do not "
                 "add stores manually, please file a bug report at https://issues.apache.org/jira/projects/KAFKA."
             )
@@ -252,11 +253,8 @@ class SinkWriter:
         partitioner = self.partitioner
         # Kafka's RecordCollectorImpl asks the partitioner before it serializes
         partitions = partitioner(topic, key, value, n) if partitioner else None
-        try:
-            keyBytes = self.keySerde.serialize(topic, key)
-            valueBytes = self.valueSerde.serialize(topic, value)
-        except Exception as e:
-            raise StreamsException(f"Error serializing record to topic {topic} in sink node {self.name}: {e}") from e
+        keyBytes = self._serialize(self.keySerde, "key", topic, key, partitions, timestamp)
+        valueBytes = self._serialize(self.valueSerde, "value", topic, value, partitions, timestamp)
         if partitions is None:
             # DP-1: the producer hashes a non-null key; a null key is spread without hashing
             # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
@@ -282,6 +280,28 @@ class SinkWriter:
                 raise StreamsException(f"Partitioner of sink {self.name} returned partition {partition!r} for topic "
                                        f"{topic} with {n} partitions")
             self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+
+
+    @staticmethod
+    def _serialize(serde, what: str, topic: str, data, partitions, timestamp: int) -> bytes | None:
+        """``serde.serialize(topic, data)``, failing as Kafka's ``RecordCollectorImpl.send`` does: a
+        value of a type the serializer cannot take (Java's ``ClassCastException``) and any other
+        serializer error (``production.exception.handler``: kspark's is Kafka's default, FAIL)."""
+        try:
+            return serde.serialize(topic, data)
+        except IncompatibleTypeException as e:
+            actual = "unknown because %s is null" % what if data is None else javaTypeName(data)
+            raise StreamsException(
+                f"ClassCastException while producing data to topic {topic}. The {what} serializer "
+                f"{javaSerializerName(serde)} is not compatible to the actual {what} type: {actual}. Change the "
+                f"default {what} serde in StreamConfig or provide the correct {what} serde via method parameters "
+                "(for example if using the DSL, `#to(String topic, Produced<K, V> produced)` with "
+                f"`Produced.{what}Serde(WindowedSerdes.timeWindowedSerdeFrom(String.class))`).") from e.classCast()
+        except Exception as e:
+            partition = partitions if isinstance(partitions, int) else None
+            raise StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{topic}], "
+                                   f"partition=[{'null' if partition is None else partition}], "
+                                   f"timestamp=[{timestamp}]") from e
 
 
 class RecordContext:
@@ -341,6 +361,7 @@ class StreamTask:
     ) -> None:
         self.taskId = taskId
         self.applicationId = config.get(StreamsConfig.APPLICATION_ID_CONFIG) or ""
+        self.logPrefix = f"task [{taskId}] "  # Kafka's; TopologyTestDriver's is "topology-test-driver "
         self.metrics = Metrics()
         self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))
         self.produced: list[ProducedRecord] = []
@@ -444,9 +465,11 @@ class StreamTask:
             node.processed += 1
             try:
                 call(record)
-            except StreamsException:
-                raise
-            except Exception as e:  # KIP-1033: handled at the failing node; siblings go on
+            except Exception as e:
+                if getattr(e, "failedProcessing", False):  # a descendant's failure, handled there (FAIL)
+                    raise  # KIP-1033: handled at the failing node; siblings go on
+                # (Kafka's ProcessorNode: a StreamsException too, such as a sink's serialization
+                # error, which a sink has no handler of its own for)
                 self._onProcessingError(node, record, e)
 
         return process
@@ -468,10 +491,10 @@ class StreamTask:
             return
         where = (f"topic={context.topic}, partition={context.partition}, offset={context.offset}"
                  if context.topic is not None else "in a punctuator")
-        raise StreamsException(
-            f"Exception caught in process. taskId={self.taskId}, processor={node.name}, {where}, "
-            f"stacktrace={type(e).__name__}: {e}"
-        ) from e
+        failed = StreamsException(f"Exception caught in process. taskId={self.taskId}, processor={node.name}, {where}, "
+                                  f"stacktrace={type(e).__name__}: {e}")
+        failed.failedProcessing = True  # Kafka's FailedProcessingException: the nodes above re-raise it
+        raise failed from e
 
     def _onDeserializationError(self, queue: RecordQueue, raw: RawRecord, e: Exception) -> bool:
         context = ErrorHandlerContext(queue.topic, queue.partition, raw.offset, raw.timestamp, raw.headers,
@@ -527,7 +550,10 @@ class StreamTask:
         """Call ``init(context)`` on every processor, in topology order."""
         for node, processor in self._processors:
             self.context.currentNode = node
-            processor.init(self.context)
+            try:
+                processor.init(self.context)
+            except Exception as e:  # Kafka's ProcessorNode.init
+                raise StreamsException(f"failed to initialize processor {node.name}") from e
         self.context.currentNode = None
         self._restoredSchedules = {}
         self._fastPath = self._buildFastPath()
@@ -596,9 +622,9 @@ class StreamTask:
         context.metadata = None  # P-7: no record metadata while punctuating
         try:
             sched.punctuator(now)
-        except StreamsException:
-            raise
         except Exception as e:  # P-8: through the processing exception handler
+            if getattr(e, "failedProcessing", False):
+                raise
             context_ = self._errorContext(sched.node, None)
             if self._handle(self._processingHandler, context_, None, e):
                 self.metrics.recordDropped(self.taskId, sched.node.name, f"punctuator error: {type(e).__name__}")
@@ -686,6 +712,14 @@ class StreamTask:
             context.currentNode = node
             try:
                 callback()
+            except Exception as e:
+                # Kafka's ProcessorStateManager.flushCache: a record failing downstream of a flush
+                # (its processing handler said FAIL) fails the flush of that store
+                store = getattr(getattr(callback, "__self__", None), "store", None)
+                if not getattr(e, "failedProcessing", False) or e.__cause__ is None or store is None:
+                    raise
+                raise ProcessorStateException(f"{self.logPrefix}Failed to flush cache of store {store.name()}") \
+                    from e.__cause__
             finally:
                 context.currentNode = None
 
