@@ -24,6 +24,7 @@ from .errors import (
     ProcessingExceptionHandler,
     ProcessingHandlerResponse,
     StreamsException,
+    MissingSourceTopicException,
     TaskAssignmentException,
     TopologyException,
 )
@@ -65,7 +66,7 @@ __all__ = sorted(
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
-        "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
+        "Materialized", "MissingSourceTopicException", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
         "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
