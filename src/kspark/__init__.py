@@ -10,7 +10,7 @@ from .dsl import (
     Branched, BranchedKStream, Printed,
     Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
-    Windowed, WindowedSerdes,
+    Windowed, WindowedSerdes, Windows,
 )
 from .errors import (
     ConfigException,
@@ -70,7 +70,7 @@ __all__ = sorted(
         "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
-        "Windowed", "WindowedSerdes",
+        "Windowed", "WindowedSerdes", "Windows",
     ],
     key=str.casefold,
 )

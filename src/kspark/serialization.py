@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import pickle
 import struct
+import uuid as _uuid
 from typing import Any
 
 __all__ = ["Serde", "SerializationException", "Serdes"]
@@ -101,6 +102,67 @@ class _DoubleSerde(_StructSerde):
     name, fmt, types = "Double", ">d", (int, float)
 
 
+class _FloatSerde(_StructSerde):
+    name, fmt, types = "Float", ">f", (int, float)
+
+
+class _VoidSerde(Serde):
+    name = "Void"
+
+    def serialize(self, topic, data):
+        if data is not None:
+            raise SerializationException(f"Data should be null for a VoidSerializer (topic {topic}), got {data!r:.80}")
+        return None
+
+    def deserialize(self, topic, data):
+        if data is not None:
+            raise SerializationException(f"Data should be null for a VoidDeserializer (topic {topic}).")
+        return None
+
+
+class _UUIDSerde(Serde):
+    name = "UUID"
+
+    def serialize(self, topic, data):
+        if data is None:
+            return None
+        if not isinstance(data, _uuid.UUID):
+            raise self._incompatible(topic, data, "uuid.UUID")
+        return str(data).encode("ascii")  # Kafka UUIDSerializer: UUID.toString() in UTF-8
+
+    def deserialize(self, topic, data):
+        if data is None:
+            return None
+        try:
+            return _uuid.UUID(bytes(data).decode("ascii"))
+        except ValueError as e:
+            raise SerializationException(f"Error parsing data into UUID (topic {topic}): {e}") from e
+
+
+class _FunctionSerde(Serde):
+    """``Serdes.serdeFrom(serializer, deserializer)``."""
+
+    name = "serdeFrom"
+
+    def __init__(self, serialize, deserialize) -> None:
+        self._serialize, self._deserialize = serialize, deserialize
+
+    def __repr__(self) -> str:
+        return f"Serdes.serdeFrom({self._serialize!r}, {self._deserialize!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def serialize(self, topic, data):
+        return self._serialize(topic, data)
+
+    def deserialize(self, topic, data):
+        return self._deserialize(topic, data)
+
+
 class _ByteArraySerde(Serde):
     name = "ByteArray"
 
@@ -184,9 +246,11 @@ class Serdes:
     """Factory of the built-in serdes (Kafka ``Serdes``).
 
     ``String`` (UTF-8), ``Long`` (8-byte big-endian), ``Integer`` (4-byte big-endian), ``Double``
-    (IEEE 754 big-endian) and ``ByteArray`` are byte-compatible with Kafka's. ``JSON`` (UTF-8
+    and ``Float`` (IEEE 754 big-endian, 8 and 4 bytes), ``ByteArray``, ``UUID`` (the UUID's text
+    form in UTF-8) and ``Void`` (only null) are byte-compatible with Kafka's. ``JSON`` (UTF-8
     JSON of dicts, lists, str, numbers, bool) and ``Pickle`` (any picklable Python object) are
-    kspark's additions for Python values.
+    kspark's additions for Python values. ``serdeFrom`` builds a serde from a serializer and a
+    deserializer, or picks the built-in one for a Python type.
     """
 
     @staticmethod
@@ -216,3 +280,46 @@ class Serdes:
     @staticmethod
     def Pickle() -> Serde:
         return _PickleSerde()
+
+    @staticmethod
+    def Float() -> Serde:
+        return _FloatSerde()
+
+    @staticmethod
+    def UUID() -> Serde:
+        """``uuid.UUID`` values as their 36-character text (Kafka ``Serdes.UUID()``)."""
+        return _UUIDSerde()
+
+    @staticmethod
+    def Void() -> Serde:
+        """Only null keys or values (Kafka ``Serdes.Void()``); anything else raises ``SerializationException``."""
+        return _VoidSerde()
+
+    @staticmethod
+    def serdeFrom(serializerOrType, deserializer=None) -> Serde:
+        """Kafka ``Serdes.serdeFrom``: ``serdeFrom(serializer, deserializer)`` (objects with
+        ``serialize(topic, data)`` / ``deserialize(topic, data)``, or such functions), or
+        ``serdeFrom(type)``: the built-in serde of ``str``, ``int`` (Long), ``float`` (Double),
+        ``bytes``, ``uuid.UUID`` or ``type(None)`` (Void).
+
+        Raises
+        ------
+        TypeError
+            If the serializer or deserializer is missing or not usable.
+        ValueError
+            For a type without a built-in serde (Kafka: ``IllegalArgumentException``).
+        """
+        if deserializer is None and isinstance(serializerOrType, type):
+            serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde,
+                     _uuid.UUID: _UUIDSerde, type(None): _VoidSerde}.get(serializerOrType)
+            if serde is None:
+                raise ValueError(f"Unknown class for built-in serializer: {serializerOrType.__name__}. Supported types "
+                                 "are: str, int, float, bytes, uuid.UUID, NoneType")
+            return serde()
+        serialize = getattr(serializerOrType, "serialize", serializerOrType)
+        deserialize = getattr(deserializer, "deserialize", deserializer)
+        if not callable(serialize):
+            raise TypeError("serializer must not be null")
+        if not callable(deserialize):
+            raise TypeError("deserializer must not be null")
+        return _FunctionSerde(serialize, deserialize)

@@ -48,8 +48,12 @@ def test_t18_tumbling_count_with_grace_drops_records_of_closed_windows():
         ]
         drops = {m.tag("reason"): v for m, v in d.metrics().items() if m.group == "kspark-dropped-records"}
         assert drops == {"expired window": 1}
+        # [0,10) is past the store's retention (size + grace) but still in the record cache, which
+        # Kafka's CachingWindowStore reads through (checked on Kafka 4.3.1: [0=2, 10=2, 20=1])
         assert list(d.getWindowStore("counts").fetch("k", 0, 30)) == [
-            KeyValue(10, (2, 16)), KeyValue(20, (1, 25))]  # [0,10) is past retention (size + grace)
+            KeyValue(0, 2), KeyValue(10, 2), KeyValue(20, 1)]
+        assert list(d.getTimestampedWindowStore("counts").fetch("k", 10, 30)) == [
+            KeyValue(10, (2, 16)), KeyValue(20, (1, 25))]
 
 
 def test_hopping_windows_update_every_containing_window():
@@ -166,3 +170,13 @@ def test_kip825_a_stream_time_jump_past_the_retention_hides_unemitted_windows():
                 materialized=Materialized.as_("w").withValueSerde(Serdes.String()).withRetention(100))
      .toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 10), Serdes.String())))
     assert pipe(b.build(), [("A", "1", 5), ("A", "2", 35)]) == [[], [(W("A", 0, 10), "0+1", 5)]]
+
+
+def test_window_store_without_cache_hides_windows_past_retention():
+    # Kafka 4.3.1 with statestore.cache.max.bytes=0: [10=2, 20=1], fetch(k, 0) = null
+    windows = TimeWindows.ofSizeAndGrace(10, 5)
+    with TopologyTestDriver(windowedCount(windows, Materialized.as_("counts")), {"statestore.cache.max.bytes": 0}) as d:
+        for ts in (1, 12, 8, 16, 9, 25):
+            d.createInputTopic("in").pipeInput("k", "v", ts)
+        assert list(d.getWindowStore("counts").fetch("k", 0, 30)) == [KeyValue(10, 2), KeyValue(20, 1)]
+        assert d.getWindowStore("counts").fetch("k", 0) is None

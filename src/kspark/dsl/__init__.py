@@ -7,11 +7,11 @@ from ._config_objects import Consumed, Grouped, Joined, Materialized, Named, Pro
 from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
-from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Window, Windowed, WindowedSerdes
+from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Window, Windowed, WindowedSerdes, Windows
 from ._internals.processors import Change
 from ._kstream import KStream
 from ._ktable import KTable
 from ._kgrouped_table import KGroupedTable
 
 __all__ = ["Branched", "BranchedKStream", "Printed", "Change", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedKStream", "SessionWindows", "StreamsBuilder", "TimeWindow",
-           "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
+           "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes", "Windows"]

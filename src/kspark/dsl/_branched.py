@@ -70,11 +70,11 @@ class BranchedKStream:
     """
 
     def __init__(self, source: "KStream", named) -> None:
-        from ._config_objects import nameOf
+        from ._config_objects import named as _named
 
         builder = source._builder
         self._source = source
-        self._splitterName = builder._nameOrGenerate(nameOf(named), "KSTREAM-BRANCH-")
+        self._splitterName = builder._nameOrGenerate(_named("KStream.split", named), "KSTREAM-BRANCH-")
         self._predicates: list = []
         self._childNames: list[str] = []
         self._outputs: dict[str, "KStream"] = {}
@@ -108,7 +108,8 @@ class BranchedKStream:
         self._childNames.append(childName)
         builder._newProcessorName(childName)  # Kafka burns a counter value here
         builder._topology.addProcessor(childName, PassThrough, self._splitterName)
-        stream = KStream(builder, childName, source._sourceTopics, source._repartitionRequired)
+        stream = KStream(builder, childName, source._sourceTopics, source._repartitionRequired, source._keySerde,
+                         source._valueSerde)
         stream._keyChanger = source._keyChanger
         if branched.chainFunction is not None:
             result = branched.chainFunction(stream)

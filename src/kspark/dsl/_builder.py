@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..state import StoreBuilder
 from ..topology import Topology
-from ._config_objects import Consumed, Materialized
+from ._config_objects import CONSUMED, MATERIALIZED, Consumed, Materialized
+from ._overloads import bind, check
 from ._internals.processors import RepartitionNullKeyFilter
 
 log = logging.getLogger("kspark.dsl")
@@ -60,35 +62,65 @@ class StreamsBuilder:
         generated = self._newProcessorName(prefix)
         return name if name is not None else generated
 
-    def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> "KStream":
+    def stream(self, topics, consumed: Consumed | None = None) -> "KStream":
         """A ``KStream`` of the records of ``topics`` (Kafka ``StreamsBuilder#stream``).
 
-        Keys and values are deserialized with ``consumed``'s serdes (default ``default.key.serde``
-        / ``default.value.serde``); event time comes from its timestamp extractor (default
-        ``default.timestamp.extractor``).
+        ``topics`` is a topic name, a list of names, or a compiled ``re.Pattern`` (every topic
+        whose whole name matches; on ``TopologyTestDriver`` the matching topics share one input
+        partition, as in Kafka's driver). Keys and values are deserialized with ``consumed``'s
+        serdes (default ``default.key.serde`` / ``default.value.serde``), which the stream carries
+        on to sinks, groupings and tables downstream; event time comes from its timestamp
+        extractor (default ``default.timestamp.extractor``).
+
+        Raises
+        ------
+        TypeError
+            If ``topics`` is not a str, a list of str or a ``re.Pattern``, or ``consumed`` is not a ``Consumed``.
         """
         from ._kstream import KStream
 
-        consumed = consumed or Consumed()
-        topicList = [topics] if isinstance(topics, str) else list(topics)
+        consumed = check("StreamsBuilder.stream", "consumed", CONSUMED, consumed) or Consumed()
+        if isinstance(topics, (str, re.Pattern)):
+            topicList = [topics]
+        elif isinstance(topics, (list, tuple, set, frozenset)) and topics and all(isinstance(t, str) for t in topics):
+            topicList = list(topics)
+        else:
+            raise TypeError(f"StreamsBuilder.stream(): topics must be a topic name, a list of topic names or a "
+                            f"re.Pattern, got {type(topics).__name__}")
         name = self._nameOrGenerate(consumed.name, "KSTREAM-SOURCE-")
         self._topology.addSource(
             name, *topicList, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
             timestampExtractor=consumed.timestampExtractor,
         )
-        return KStream(self, name, set(topicList), repartitionRequired=False)
+        sourceTopics = set(self._topology._nodes[name].topics)
+        return KStream(self, name, sourceTopics, False, consumed.keySerde, consumed.valueSerde)
 
     def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None) -> "KTable":
-        """A ``KTable`` holding the latest value per key of ``topic`` (Kafka ``StreamsBuilder#table``).
+        """A ``KTable`` holding the latest value per key of ``topic`` (Kafka ``StreamsBuilder#table``;
+        forms ``table(topic)``, ``table(topic, Consumed)``, ``table(topic, Materialized)``,
+        ``table(topic, Consumed, Materialized)``).
 
         The table is materialized in a timestamped key-value store named by ``materialized`` or
         ``<topic>-STATE-STORE-<n>``. Null-key records are skipped and counted; a null value is a
-        tombstone that deletes the key.
+        tombstone that deletes the key. Serdes as Kafka's: with ``consumed`` the source and the
+        store use ``consumed``'s serdes (also when ``materialized`` gives others); with only
+        ``materialized``, its serdes read the topic.
+
+        Raises
+        ------
+        TypeError
+            For an argument that is neither a ``Consumed`` nor a ``Materialized`` in Kafka's order.
         """
         from ._ktable import KTable
 
-        consumed = consumed or Consumed()
-        materialized = materialized or Materialized()
+        consumed, materialized = bind(
+            "StreamsBuilder.table", "table(topic), table(topic, Consumed), table(topic, Materialized), "
+            "table(topic, Consumed, Materialized)", (CONSUMED, MATERIALIZED), (consumed, materialized))
+        if consumed is None:  # Kafka table(topic, materialized): Consumed.with(materialized's serdes)
+            materialized = materialized or Materialized()
+            consumed = Consumed.with_(materialized.keySerde, materialized.valueSerde)
+        else:  # Kafka: the store always takes consumed's serdes
+            materialized = (materialized or Materialized()).with_(consumed.keySerde, consumed.valueSerde)
         storeName = materialized.storeName or self._newStoreName(f"{topic}-")
         # Kafka InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-table-source"
         # and the KTableSource processor "x"; both still burn a counter value
@@ -99,7 +131,8 @@ class StreamsBuilder:
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
             timestampExtractor=consumed.timestampExtractor,
         )
-        return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic}, consumed)
+        return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic},
+                                   keySerde=consumed.keySerde, valueSerde=consumed.valueSerde)
 
     def globalTable(self, topic: str, consumed: Consumed | Materialized | None = None,
                     materialized: Materialized | None = None) -> "GlobalKTable":
@@ -122,7 +155,7 @@ class StreamsBuilder:
         """A global store fed by ``stateUpdateSupplier()``'s processor from every partition of
         ``topic`` (Kafka ``StreamsBuilder#addGlobalStore``): source ``KSTREAM-SOURCE-<n>`` and
         processor ``KTABLE-SOURCE-<n>`` unless ``consumed`` names them."""
-        consumed = consumed or Consumed()
+        consumed = check("StreamsBuilder.addGlobalStore", "consumed", CONSUMED, consumed) or Consumed()
         sourceName = self._newProcessorName("KSTREAM-SOURCE-")
         if consumed.name is not None:
             sourceName = f"{consumed.name}-source"

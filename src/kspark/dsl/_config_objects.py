@@ -12,6 +12,7 @@ from typing import Any
 
 from ..processor import TimestampExtractor
 from ..serialization import Serde
+from ._overloads import Kind, bind, check, instanceOf
 
 __all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned"]
 
@@ -47,11 +48,39 @@ class Named(_Params):
 
     @_factory
     def as_(self, name: str) -> "Named":
-        self.name = name
+        self.name = check("Named.as_", "name", STRING, name, nullable=False)
+
+    withName = as_
+
+
+def _isSerde(v) -> bool:
+    return isinstance(v, Serde) or (hasattr(v, "serialize") and hasattr(v, "deserialize") and not isinstance(v, type))
+
+
+STRING = instanceOf("str", str)
+SERDE = Kind("Serde", _isSerde)
+EXTRACTOR = Kind("TimestampExtractor (an object with extract(record, partitionTime))",
+                 lambda v: hasattr(v, "extract") and not isinstance(v, type))
+PARTITIONER = Kind("StreamPartitioner (partition(topic, key, value, numPartitions) or a function of those)",
+                   lambda v: callable(v) or callable(getattr(v, "partition", None)))
+
+
+def _partitioner(p):
+    """A ``StreamPartitioner`` object or function as the function the runtime calls."""
+    return p if p is None or (callable(p) and not callable(getattr(p, "partition", None))) else p.partition
 
 
 class Consumed(_Params):
-    """How a source topic is read: serdes, timestamp extractor, node name (Kafka ``Consumed``)."""
+    """How a source topic is read: serdes, timestamp extractor, node name (Kafka ``Consumed``).
+
+    ``Consumed.with_`` takes Kafka's forms by type: ``with_(keySerde, valueSerde)``,
+    ``with_(keySerde, valueSerde, timestampExtractor)``, ``with_(timestampExtractor)``.
+
+    Raises
+    ------
+    TypeError
+        For an argument of another type (e.g. an extractor where a serde is expected).
+    """
 
     def __init__(self) -> None:
         self.keySerde: Serde | None = None
@@ -60,26 +89,28 @@ class Consumed(_Params):
         self.name: str | None = None
 
     @_factory
-    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Consumed":
-        self.keySerde, self.valueSerde = keySerde, valueSerde
+    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
+              timestampExtractor: TimestampExtractor | None = None) -> "Consumed":
+        self.keySerde, self.valueSerde, self.timestampExtractor = bind(
+            "Consumed.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, timestampExtractor), "
+            "with_(timestampExtractor)", (SERDE, SERDE, EXTRACTOR), (keySerde, valueSerde, timestampExtractor))
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Consumed":
-        self.keySerde = keySerde
+        self.keySerde = check("Consumed.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Consumed":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Consumed.withValueSerde", "valueSerde", SERDE, valueSerde)
 
     @_factory
     def withTimestampExtractor(self, timestampExtractor: TimestampExtractor) -> "Consumed":
-        if not hasattr(timestampExtractor, "extract"):
-            raise TypeError("timestampExtractor must implement extract(record, partitionTime)")
-        self.timestampExtractor = timestampExtractor
+        self.timestampExtractor = check("Consumed.withTimestampExtractor", "timestampExtractor", EXTRACTOR,
+                                        timestampExtractor, nullable=False)
 
     @_factory
     def as_(self, processorName: str) -> "Consumed":
-        self.name = processorName
+        self.name = check("Consumed.as_", "processorName", STRING, processorName)
 
     withName = as_
 
@@ -87,8 +118,9 @@ class Consumed(_Params):
 class Produced(_Params):
     """How a sink writes: serdes, partitioner, node name (Kafka ``Produced``).
 
-    ``streamPartitioner(topic, key, value, numPartitions) -> int | None``; ``None`` falls back
-    to the default murmur2 partitioning (rule DP-1).
+    ``with_(keySerde, valueSerde)`` or ``with_(keySerde, valueSerde, partitioner)``; a
+    partitioner is ``partition(topic, key, value, numPartitions) -> int | None`` (a function or an
+    object with that method); ``None`` falls back to the default murmur2 partitioning (rule DP-1).
     """
 
     def __init__(self) -> None:
@@ -98,24 +130,27 @@ class Produced(_Params):
         self.name: str | None = None
 
     @_factory
-    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Produced":
-        self.keySerde, self.valueSerde = keySerde, valueSerde
+    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None, partitioner=None) -> "Produced":
+        self.keySerde, self.valueSerde, partitioner = bind(
+            "Produced.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, partitioner)",
+            (SERDE, SERDE, PARTITIONER), (keySerde, valueSerde, partitioner))
+        self.partitioner = _partitioner(partitioner)
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Produced":
-        self.keySerde = keySerde
+        self.keySerde = check("Produced.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Produced":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Produced.withValueSerde", "valueSerde", SERDE, valueSerde)
 
     @_factory
     def withStreamPartitioner(self, partitioner) -> "Produced":
-        self.partitioner = partitioner
+        self.partitioner = _partitioner(check("Produced.withStreamPartitioner", "partitioner", PARTITIONER, partitioner))
 
     @_factory
     def as_(self, processorName: str) -> "Produced":
-        self.name = processorName
+        self.name = check("Produced.as_", "processorName", STRING, processorName)
 
     withName = as_
 
@@ -136,21 +171,22 @@ class Repartitioned(_Params):
 
     @_factory
     def as_(self, name: str) -> "Repartitioned":
-        self.name = name
+        self.name = check("Repartitioned.as_", "name", STRING, name)
 
     withName = as_
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Repartitioned":
-        self.keySerde, self.valueSerde = keySerde, valueSerde
+        self.keySerde, self.valueSerde = bind("Repartitioned.with_", "with_(keySerde, valueSerde)", (SERDE, SERDE),
+                                              (keySerde, valueSerde))
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Repartitioned":
-        self.keySerde = keySerde
+        self.keySerde = check("Repartitioned.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Repartitioned":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Repartitioned.withValueSerde", "valueSerde", SERDE, valueSerde)
 
     @_factory
     def withNumberOfPartitions(self, numberOfPartitions: int) -> "Repartitioned":
@@ -160,11 +196,13 @@ class Repartitioned(_Params):
 
     @_factory
     def withStreamPartitioner(self, partitioner) -> "Repartitioned":
-        self.partitioner = partitioner
+        self.partitioner = _partitioner(check("Repartitioned.withStreamPartitioner", "partitioner", PARTITIONER,
+                                              partitioner))
 
 
 class Grouped(_Params):
-    """Serdes and name of a grouping's repartition topic (Kafka ``Grouped``)."""
+    """Serdes and name of a grouping's repartition topic (Kafka ``Grouped``):
+    ``with_(keySerde, valueSerde)`` or ``with_(name, keySerde, valueSerde)``."""
 
     def __init__(self) -> None:
         self.name: str | None = None
@@ -173,25 +211,33 @@ class Grouped(_Params):
 
     @_factory
     def as_(self, name: str) -> "Grouped":
-        self.name = name
+        self.name = check("Grouped.as_", "name", STRING, name)
 
     withName = as_
 
     @_factory
-    def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Grouped":
-        self.keySerde, self.valueSerde = keySerde, valueSerde
+    def with_(self, *args: Any, name: str | None = None, keySerde: Serde | None = None,
+              valueSerde: Serde | None = None) -> "Grouped":
+        if len(args) > 3 or (args and (name, keySerde, valueSerde) != (None, None, None)):
+            raise TypeError("Grouped.with_() takes ([name,] keySerde, valueSerde), positional or by keyword")
+        values = (name, keySerde, valueSerde) if not args else (
+            args if len(args) == 3 or isinstance(args[0], str) else (None, *args))
+        self.name, self.keySerde, self.valueSerde = bind(
+            "Grouped.with_", "with_(keySerde, valueSerde), with_(name, keySerde, valueSerde)",
+            (STRING, SERDE, SERDE), values)
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Grouped":
-        self.keySerde = keySerde
+        self.keySerde = check("Grouped.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Grouped":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Grouped.withValueSerde", "valueSerde", SERDE, valueSerde)
 
 
 class Joined(_Params):
-    """Serdes, name and grace period of a KStream-KTable join (Kafka ``Joined``).
+    """Serdes, name and grace period of a KStream-KTable join (Kafka ``Joined``):
+    ``with_(keySerde, valueSerde, otherValueSerde[, name])``.
 
     ``keySerde`` / ``valueSerde`` serialize the stream side when it goes through a repartition
     topic first (rule J-6); ``otherValueSerde`` is the table's value serde (kept for API parity:
@@ -209,25 +255,27 @@ class Joined(_Params):
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
               otherValueSerde: Serde | None = None, name: str | None = None) -> "Joined":
-        self.keySerde, self.valueSerde, self.otherValueSerde, self.name = keySerde, valueSerde, otherValueSerde, name
+        self.keySerde, self.valueSerde, self.otherValueSerde, self.name = bind(
+            "Joined.with_", "with_(keySerde, valueSerde, otherValueSerde), with_(keySerde, valueSerde, "
+            "otherValueSerde, name)", (SERDE, SERDE, SERDE, STRING), (keySerde, valueSerde, otherValueSerde, name))
 
     @_factory
     def as_(self, name: str) -> "Joined":
-        self.name = name
+        self.name = check("Joined.as_", "name", STRING, name)
 
     withName = as_
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Joined":
-        self.keySerde = keySerde
+        self.keySerde = check("Joined.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Joined":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Joined.withValueSerde", "valueSerde", SERDE, valueSerde)
 
     @_factory
     def withOtherValueSerde(self, otherValueSerde: Serde) -> "Joined":
-        self.otherValueSerde = otherValueSerde
+        self.otherValueSerde = check("Joined.withOtherValueSerde", "otherValueSerde", SERDE, otherValueSerde)
 
     @_factory
     def withGracePeriod(self, gracePeriod) -> "Joined":
@@ -239,19 +287,48 @@ class Joined(_Params):
         self.gracePeriodMs = toMillis(gracePeriod, "gracePeriod")
 
 
+def _isStoreSupplier(v) -> bool:
+    from ..state import KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier
+
+    return isinstance(v, (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier))
+
+
+STORE_SUPPLIER = Kind("StoreSupplier (from Stores)", _isStoreSupplier)
+
+
 class Materialized(_Params):
-    """How a KTable's store is named and serialized (Kafka ``Materialized``)."""
+    """How a KTable's or aggregation's store is named, built and serialized (Kafka ``Materialized``).
+
+    ``Materialized.as_(storeName)`` or ``Materialized.as_(storeSupplier)`` (a supplier from
+    ``Stores``: its name, kind (in-memory or persistent) and, for window and session stores, its
+    retention and window size are used); ``Materialized.with_(keySerde, valueSerde)``.
+    ``withLoggingEnabled(config)`` / ``withLoggingDisabled()`` are accepted and recorded: the
+    changelog is the Spark host's checkpoint, so they change nothing else.
+
+    Raises
+    ------
+    TypeError
+        If ``as_`` gets neither a str nor a store supplier, or a ``withX`` gets the wrong type.
+    """
 
     def __init__(self) -> None:
         self.storeName: str | None = None
+        self.storeSupplier = None
         self.keySerde: Serde | None = None
         self.valueSerde: Serde | None = None
         self.retentionMs: int | None = None
         self.caching = True
+        self.logging = True
+        self.topicConfig: dict = {}
 
     @_factory
-    def as_(self, storeName: str) -> "Materialized":
-        self.storeName = storeName
+    def as_(self, storeNameOrSupplier) -> "Materialized":
+        name, supplier = bind("Materialized.as_", "as_(storeName), as_(storeSupplier)", (STRING, STORE_SUPPLIER),
+                              (storeNameOrSupplier,))
+        if name is None and supplier is None:
+            raise TypeError("Materialized.as_(): name cannot be null")  # Kafka: NullPointerException
+        self.storeName = name if supplier is None else supplier.name
+        self.storeSupplier = supplier
 
     @_factory
     def withCachingEnabled(self) -> "Materialized":
@@ -264,6 +341,17 @@ class Materialized(_Params):
         self.caching = False
 
     @_factory
+    def withLoggingEnabled(self, config: dict | None = None) -> "Materialized":
+        """Kafka: the store's changelog topic with ``config``; kspark's changelog is the Spark
+        checkpoint, so this only records the flag and config."""
+        self.logging, self.topicConfig = True, dict(config or {})
+
+    @_factory
+    def withLoggingDisabled(self) -> "Materialized":
+        """Kafka: no changelog topic; kspark records the flag (the Spark checkpoint still keeps the store)."""
+        self.logging, self.topicConfig = False, {}
+
+    @_factory
     def withRetention(self, retention) -> "Materialized":
         """How long (ms or timedelta) a windowed store keeps windows."""
         from .._duration import toMillis
@@ -272,15 +360,51 @@ class Materialized(_Params):
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None) -> "Materialized":
-        self.keySerde, self.valueSerde = keySerde, valueSerde
+        self.keySerde, self.valueSerde = bind("Materialized.with_", "with_(keySerde, valueSerde)", (SERDE, SERDE),
+                                              (keySerde, valueSerde))
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Materialized":
-        self.keySerde = keySerde
+        self.keySerde = check("Materialized.withKeySerde", "keySerde", SERDE, keySerde)
 
     @_factory
     def withValueSerde(self, valueSerde: Serde) -> "Materialized":
-        self.valueSerde = valueSerde
+        self.valueSerde = check("Materialized.withValueSerde", "valueSerde", SERDE, valueSerde)
+
+
+NAMED = Kind("Named (or a str name)", lambda v: isinstance(v, (Named, str)))
+MATERIALIZED = instanceOf("Materialized", Materialized)
+CONSUMED = instanceOf("Consumed", Consumed)
+PRODUCED = instanceOf("Produced", Produced)
+GROUPED = instanceOf("Grouped", Grouped)
+REPARTITIONED = instanceOf("Repartitioned", Repartitioned)
+
+
+def _supplierOf(method: str, materialized, supplierType: type, what: str):
+    supplier = materialized.storeSupplier if materialized is not None else None
+    if supplier is not None and not isinstance(supplier, supplierType):
+        raise TypeError(f"{method}(): Materialized.as_() needs {what} here, got a {type(supplier).__name__}")
+    return supplier
+
+
+def keyValueStoreBuilder(method: str, materialized: "Materialized", storeName: str, keySerde=None, valueSerde=None):
+    """Kafka ``KeyValueStoreMaterializer``: the timestamped key-value store of a KTable or an
+    aggregation, from ``materialized``'s store supplier (a persistent store by default) and serdes
+    (else ``keySerde``/``valueSerde``, else the defaults).
+
+    Raises
+    ------
+    TypeError
+        If ``materialized`` holds a window or session store supplier.
+    """
+    from ..state import KeyValueBytesStoreSupplier, Stores
+
+    supplier = _supplierOf(method, materialized, KeyValueBytesStoreSupplier,
+                           "a key-value store supplier (Stores.persistentKeyValueStore / inMemoryKeyValueStore)")
+    builder = Stores.timestampedKeyValueStoreBuilder(
+        supplier or Stores.persistentKeyValueStore(storeName), materialized.keySerde or keySerde,
+        materialized.valueSerde or valueSerde)
+    return builder if materialized.logging else builder.withLoggingDisabled()
 
 
 def nameOf(named: Any) -> str | None:
@@ -288,3 +412,8 @@ def nameOf(named: Any) -> str | None:
     if named is None or isinstance(named, str):
         return named
     return getattr(named, "name", None)
+
+
+def named(method: str, value: Any) -> str | None:
+    """The name given as ``named`` (a ``Named`` or a str) to ``method``; TypeError for anything else."""
+    return nameOf(check(method, "named", NAMED, value))

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import TopologyException
 from ..processor import ContextualProcessor, Record
 from ..state import Stores
-from ._config_objects import Consumed, Materialized, nameOf
+from ._overloads import bind
+from ._config_objects import CONSUMED, MATERIALIZED, Consumed, Materialized, named as _named
 from ._internals.processors import KTableSource, _dropped, arity
 
 if TYPE_CHECKING:
@@ -56,13 +57,12 @@ class GlobalKTable:
 
 def globalTable(builder: "StreamsBuilder", topic: str, consumed=None, materialized=None) -> GlobalKTable:
     """``StreamsBuilder.globalTable``: see its docstring."""
-    if isinstance(consumed, Materialized) and materialized is None:  # globalTable(topic, materialized)
-        consumed, materialized = None, consumed
+    consumed, materialized = bind(
+        "StreamsBuilder.globalTable", "globalTable(topic), globalTable(topic, Consumed), globalTable(topic, "
+        "Materialized), globalTable(topic, Consumed, Materialized)", (CONSUMED, MATERIALIZED), (consumed, materialized))
     materialized = materialized or Materialized()
     if consumed is None:  # Kafka: Consumed.with(materialized's serdes)
         consumed = Consumed.with_(materialized.keySerde, materialized.valueSerde)
-    if not isinstance(consumed, Consumed) or not isinstance(materialized, Materialized):
-        raise TypeError("globalTable(topic, consumed=Consumed, materialized=Materialized)")
     storeName = materialized.storeName or builder._newStoreName(f"{topic}-")
     # Kafka: "<name>-source" (burning an index) and "<name>", or generated names
     sourceName = builder._newProcessorName("KSTREAM-SOURCE-")
@@ -125,9 +125,10 @@ def globalTableJoin(stream: "KStream", table: GlobalKTable, keySelector: Callabl
     if n not in (2, 3):
         raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
     builder = stream._builder
-    name = nameOf(named) or builder._newProcessorName("KSTREAM-LEFTJOIN-")
+    name = _named("KStream.join", named) or builder._newProcessorName("KSTREAM-LEFTJOIN-")
     storeName, withKey = table._storeName, n == 3
     builder._topology.addProcessor(
         name, lambda: KStreamGlobalKTableJoin(storeName, keySelector, joiner, withKey, leftJoin), stream._name,
     )
-    return KStream(builder, name, stream._sourceTopics, stream._repartitionRequired)
+    # Kafka globalTableJoin: this stream's key serde, no value serde for the joined result
+    return KStream(builder, name, stream._sourceTopics, stream._repartitionRequired, stream._keySerde, None)

@@ -3,15 +3,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..serialization import Serdes
-from ..state import Stores
-from ._config_objects import Grouped, Materialized, Repartitioned
+from ..state import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, Repartitioned, _supplierOf, keyValueStoreBuilder
 from ._internals.processors import KStreamAggregate
 from ._ktable import KTable
+from ._overloads import bind
 
 if TYPE_CHECKING:
     from ._kstream import KStream
 
 __all__ = ["KGroupedStream", "SessionWindowedKStream", "TimeWindowedKStream"]
+
+
+def _countForms(cls: str) -> tuple[str, str]:
+    return f"{cls}.count", "count(), count(Named), count(Materialized), count(Named, Materialized)"
+
+
+def _options(method: str, forms: str, named, materialized) -> tuple:
+    """Kafka's ``(…, Named)``, ``(…, Materialized)``, ``(…, Named, Materialized)`` forms, by type."""
+    return tuple(bind(method, forms, (NAMED, MATERIALIZED), (named, materialized)))
 
 
 def _burnForCount(builder, materialized: Materialized | None) -> None:
@@ -26,6 +36,12 @@ class KGroupedStream:
 
     If the stream was marked for repartitioning (its key changed), aggregating first writes it
     to a repartition topic named after ``Grouped``'s name or the store name (rules RP-1, RP-2, SA-12).
+
+    Serdes as Kafka carries them: the grouping's (``Grouped``, else the stream's) key serde is the
+    store's and the result's key serde unless ``Materialized`` sets one; ``count`` stores and
+    forwards ``Serdes.Long()`` values, ``reduce`` the grouping's value serde, ``aggregate`` the
+    default value serde, unless ``Materialized`` sets one. ``toStream().to(topic)`` then writes
+    with these serdes (a count as an 8-byte big-endian long).
     """
 
     def __init__(self, stream: "KStream", grouped: Grouped) -> None:
@@ -35,9 +51,9 @@ class KGroupedStream:
 
     def _repartitioned(self, storeName: str) -> "KStream":
         """The repartition topic in front of an aggregation: ``<Grouped name>-repartition`` or
-        ``<store name>-repartition``. Several aggregations of this grouped stream share one topic
-        only when ``Grouped`` names it; otherwise each gets its own (Kafka
-        ``GroupedStreamAggregateBuilder``; topology optimization, off by default, is not modelled)."""
+        ``<store name>-repartition``, with the grouping's serdes. Several aggregations of this
+        grouped stream share one topic only when ``Grouped`` names it; otherwise each gets its own
+        (Kafka ``GroupedStreamAggregateBuilder``; topology optimization, off by default, is not modelled)."""
         prefix = self._grouped.name or storeName
         repartitioned = Repartitioned.with_(self._grouped.keySerde, self._grouped.valueSerde)
         if self._repartition is not None and self._grouped.name is not None:
@@ -47,22 +63,38 @@ class KGroupedStream:
         self._repartition = self._stream._repartitionThrough(prefix, repartitioned)
         return self._repartition
 
+    def _withSerdes(self, materialized: Materialized | None, valueSerde) -> Materialized:
+        """``materialized`` with the grouping's key serde and ``valueSerde`` where it sets none."""
+        materialized = materialized or Materialized()
+        return materialized.with_(materialized.keySerde or self._grouped.keySerde, materialized.valueSerde or valueSerde)
+
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Number of records per key (null keys and null values skipped and counted) as a
-        ``KTable``; the timestamp of each update is the max input timestamp of the key so far
-        (rule T-17). Mirrors Kafka ``KGroupedStream#count``."""
+        ``KTable`` of ``Serdes.Long()`` values; the timestamp of each update is the max input
+        timestamp of the key so far (rule T-17). Forms ``count()``, ``count(Named)``,
+        ``count(Materialized)``, ``count(Named, Materialized)``; ``Materialized.as_(name)`` names
+        the store (queryable, e.g. ``TopologyTestDriver.getKeyValueStore(name)``).
+        Mirrors Kafka ``KGroupedStream#count``.
+
+        Raises
+        ------
+        TypeError
+            For an argument that fits none of those forms.
+        """
+        named, materialized = _options(*_countForms("KGroupedStream"), named, materialized)
         _burnForCount(self._stream._builder, materialized)
-        materialized = materialized or Materialized()
-        if materialized.valueSerde is None:
-            materialized = materialized.withValueSerde(Serdes.Long())
+        materialized = self._withSerdes(materialized, Serdes.Long())
         caching = materialized.caching
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
                                lambda store: KStreamAggregate(store, lambda: 0, lambda k, v, agg: agg + 1, caching=caching))
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
         """``reducer(aggregate, value)`` per key, starting from the key's first value (Kafka
-        ``KGroupedStream#reduce``; null keys/values skipped, T-17 timestamps)."""
-        materialized = materialized or Materialized()
+        ``KGroupedStream#reduce``; forms ``reduce(reducer[, Named][, Materialized])``; null
+        keys/values skipped, T-17 timestamps; values use the grouping's value serde by default)."""
+        named, materialized = _options("KGroupedStream.reduce", "reduce(reducer), reduce(reducer, Materialized), "
+                                       "reduce(reducer, Named, Materialized)", named, materialized)
+        materialized = self._withSerdes(materialized, self._grouped.valueSerde)
         caching = materialized.caching
         return self._aggregate("KSTREAM-REDUCE-", named, materialized,
                                lambda store: KStreamAggregate(store, None, reducer, reduce=True, caching=caching))
@@ -70,23 +102,37 @@ class KGroupedStream:
     def aggregate(self, initializer: Callable, aggregator: Callable, named=None,
                   materialized: Materialized | None = None) -> KTable:
         """``aggregator(key, value, aggregate)`` per key, starting from ``initializer()`` (Kafka
-        ``KGroupedStream#aggregate``; null keys/values skipped, T-17 timestamps)."""
-        materialized = materialized or Materialized()
+        ``KGroupedStream#aggregate``; forms ``aggregate(initializer, aggregator[, Named][,
+        Materialized])``; null keys/values skipped, T-17 timestamps)."""
+        named, materialized = _options("KGroupedStream.aggregate", "aggregate(initializer, aggregator), "
+                                       "aggregate(initializer, aggregator, Materialized), aggregate(initializer, "
+                                       "aggregator, Named, Materialized)", named, materialized)
+        materialized = self._withSerdes(materialized, None)
         caching = materialized.caching
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
                                lambda store: KStreamAggregate(store, initializer, aggregator, caching=caching))
 
     def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
-        """Aggregate in time windows (``TimeWindows``); Kafka ``KGroupedStream#windowedBy``."""
-        from ._windows import SessionWindows, TimeWindows
+        """Aggregate in windows (Kafka ``KGroupedStream#windowedBy``): ``TimeWindows`` or any other
+        ``Windows`` subclass (custom ``windowsFor``) give a ``TimeWindowedKStream``,
+        ``SessionWindows`` a ``SessionWindowedKStream``.
+
+        Raises
+        ------
+        TypeError
+            For anything else.
+        """
+        from ._windows import SessionWindows, Windows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
-        if not isinstance(windows, TimeWindows):
-            raise TypeError("windowedBy takes TimeWindows or SessionWindows")
+        if not isinstance(windows, Windows):
+            raise TypeError(f"KGroupedStream.windowedBy(): takes Windows (TimeWindows or a subclass of Windows) or "
+                            f"SessionWindows, got {type(windows).__name__}")
         return TimeWindowedKStream(self, windows)
 
-    def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None) -> KTable:
+    def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None,
+                   resultKeySerde=None) -> KTable:
         from ._config_objects import nameOf
 
         builder = self._stream._builder
@@ -99,10 +145,8 @@ class KGroupedStream:
             stream = self._repartitioned(storeName)
         topology = builder._topology
         if storeBuilder is None:
-            builderOfStore = Stores.timestampedKeyValueStoreBuilder(
-                Stores.persistentKeyValueStore(storeName),
-                materialized.keySerde or self._grouped.keySerde, materialized.valueSerde,
-            )
+            builderOfStore = keyValueStoreBuilder("KGroupedStream", materialized, storeName)
+            resultKeySerde = materialized.keySerde
         else:
             builderOfStore = storeBuilder(storeName)
         from ._internals.ktable_processors import MaterializedTableSupplier
@@ -110,46 +154,68 @@ class KGroupedStream:
         supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
         topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
-        return KTable(builder, name, storeName, stream._sourceTopics, supplier, materialized.storeName)
+        return KTable(builder, name, storeName, stream._sourceTopics, supplier, materialized.storeName,
+                      resultKeySerde, materialized.valueSerde)
 
 
-class TimeWindowedKStream:
-    """A grouped stream in time windows (Kafka ``TimeWindowedKStream``); results are keyed by
-    ``Windowed(key, TimeWindow)`` and stored in a window store with retention ``size + grace``
-    (``Materialized.withRetention`` to keep them longer)."""
+class _WindowedKStream:
+    """What ``TimeWindowedKStream`` and ``SessionWindowedKStream`` share: the grouping, the
+    windows, the emit strategy, and the serde defaults of the grouping."""
 
     def __init__(self, grouped: KGroupedStream, windows) -> None:
         self._grouped = grouped
         self._windows = windows
         self._emitFinal = False
 
-    def emitStrategy(self, emitStrategy) -> "TimeWindowedKStream":
-        """``EmitStrategy.onWindowClose()``: forward each window once, after stream time passes its
-        end + grace, with its final aggregate and no updates before (Kafka KIP-825,
-        ``KStreamWindowAggregate``); ``onWindowUpdate()`` (the default) forwards every update."""
+    def emitStrategy(self, emitStrategy) -> "_WindowedKStream":
+        """``EmitStrategy.onWindowClose()``: forward each window once, after it closes, with its
+        final aggregate and no updates (or tombstones) before (Kafka KIP-825, rules SA-11);
+        ``onWindowUpdate()`` (the default) forwards every update."""
         from ._suppress import EmitStrategy
 
         self._emitFinal = emitStrategy.type() == EmitStrategy.ON_WINDOW_CLOSE
         return self
 
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream in time windows (Kafka ``TimeWindowedKStream``); results are keyed by
+    ``Windowed(key, TimeWindow)`` and stored in a window store with retention ``size + grace``
+    (``Materialized.withRetention`` to keep them longer). The windows are ``TimeWindows`` or any
+    ``Windows`` subclass; the result's key serde is Kafka's time-windowed serde of the store's key
+    serde (inner key bytes + 8-byte window start)."""
+
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
-        """Records per key and window (null keys skipped and counted; late records dropped per
-        window and counted). Mirrors Kafka ``TimeWindowedKStream#count``."""
+        """Records per key and window, ``Serdes.Long()`` values (null keys skipped and counted;
+        late records dropped per window and counted). Forms as ``KGroupedStream.count``.
+        Mirrors Kafka ``TimeWindowedKStream#count``."""
+        named, materialized = _options(*_countForms("TimeWindowedKStream"), named, materialized)
         _burnForCount(self._grouped._stream._builder, materialized)
-        materialized = materialized or Materialized()
-        if materialized.valueSerde is None:
-            materialized = materialized.withValueSerde(Serdes.Long())
+        materialized = self._grouped._withSerdes(materialized, Serdes.Long())
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, lambda: 0, lambda k, v, a: a + 1, False)
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE-", named, materialized or Materialized(), None, reducer, True)
+        """``reducer(aggregate, value)`` per key and window (Kafka ``TimeWindowedKStream#reduce``;
+        forms ``reduce(reducer[, Named][, Materialized])``)."""
+        named, materialized = _options("TimeWindowedKStream.reduce", "reduce(reducer), reduce(reducer, Named), "
+                                       "reduce(reducer, Materialized), reduce(reducer, Named, Materialized)",
+                                       named, materialized)
+        materialized = self._grouped._withSerdes(materialized, self._grouped._grouped.valueSerde)
+        return self._aggregate("KSTREAM-REDUCE-", named, materialized, None, reducer, True)
 
     def aggregate(self, initializer: Callable, aggregator: Callable, named=None,
                   materialized: Materialized | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(), initializer, aggregator, False)
+        """``aggregator(key, value, aggregate)`` per key and window from ``initializer()`` (Kafka
+        ``TimeWindowedKStream#aggregate``; forms ``aggregate(initializer, aggregator[, Named][, Materialized])``)."""
+        named, materialized = _options("TimeWindowedKStream.aggregate", "aggregate(initializer, aggregator), "
+                                       "aggregate(initializer, aggregator, Named), aggregate(initializer, aggregator, "
+                                       "Materialized), aggregate(initializer, aggregator, Named, Materialized)",
+                                       named, materialized)
+        materialized = self._grouped._withSerdes(materialized, None)
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, False)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
         from ._internals.processors import KStreamWindowAggregate
+        from ._windows import WindowedSerdes
 
         windows = self._windows
         retention = materialized.retentionMs
@@ -166,69 +232,73 @@ class TimeWindowedKStream:
         emitFinal = self._emitFinal
 
         def storeBuilder(storeName):
-            return Stores.windowStoreBuilder(
-                Stores.persistentWindowStore(storeName, retention, windows.size()),
-                materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
-            )
+            supplier = _supplierOf("TimeWindowedKStream", materialized, WindowBytesStoreSupplier,
+                                   "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
+            builder = Stores.timestampedWindowStoreBuilder(
+                supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
+                materialized.keySerde, materialized.valueSerde)
+            return builder if materialized.logging else builder.withLoggingDisabled()
 
+        keySerde = materialized.keySerde
         table = self._grouped._aggregate(
             prefix, named, materialized,
             lambda store: KStreamWindowAggregate(store, windows, initializer, aggregator, reduce, materialized.caching,
                                                  emitFinal),
-            storeBuilder,
+            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, windows.size()),
         )
         table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
         return table
 
 
-class SessionWindowedKStream:
+class SessionWindowedKStream(_WindowedKStream):
     """A grouped stream in session windows (Kafka ``SessionWindowedKStream``); results are keyed
     by ``Windowed(key, SessionWindow)``, kept in a session store with retention ``gap + grace``
     unless ``Materialized.withRetention`` (rule ST-1). Updates are emitted on every change, with
-    a tombstone for each merged-away session (SA-8)."""
-
-    def __init__(self, grouped: KGroupedStream, windows) -> None:
-        self._grouped = grouped
-        self._windows = windows
-        self._emitFinal = False
-
-    def emitStrategy(self, emitStrategy) -> "SessionWindowedKStream":
-        """``EmitStrategy.onWindowClose()``: forward each session once, when stream time passes
-        its end + gap + grace, with no updates or tombstones before (rule SA-11)."""
-        from ._suppress import EmitStrategy
-
-        self._emitFinal = emitStrategy.type() == EmitStrategy.ON_WINDOW_CLOSE
-        return self
+    a tombstone for each merged-away session (SA-8). The result's key serde is Kafka's
+    session-windowed serde of the store's key serde (inner key bytes + 8-byte end + 8-byte start)."""
 
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
-        """Records per session (SA-12: initializer 0, aggregator +1, merger a + b)."""
+        """Records per session, ``Serdes.Long()`` values (SA-12: initializer 0, aggregator +1,
+        merger a + b). Forms as ``KGroupedStream.count``."""
         from ._internals.session_count_batch import countAggregator, countInitializer, countMerger
 
+        named, materialized = _options(*_countForms("SessionWindowedKStream"), named, materialized)
         _burnForCount(self._grouped._stream._builder, materialized)
-        materialized = materialized or Materialized()
-        if materialized.valueSerde is None:
-            materialized = materialized.withValueSerde(Serdes.Long())
+        materialized = self._grouped._withSerdes(materialized, Serdes.Long())
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
                                countInitializer, countAggregator, countMerger)
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
         """``reducer(aggregate, value)`` per session; merging sessions applies the reducer in store
-        order, so "A:B" merged with a new "C" gives "A:B:C" (SA-12)."""
+        order, so "A:B" merged with a new "C" gives "A:B:C" (SA-12). Forms
+        ``reduce(reducer[, Named][, Materialized])``."""
+        named, materialized = _options("SessionWindowedKStream.reduce", "reduce(reducer), reduce(reducer, Named), "
+                                       "reduce(reducer, Materialized), reduce(reducer, Named, Materialized)",
+                                       named, materialized)
+
         def aggregator(k, v, agg):
             return v if agg is None else reducer(agg, v)
 
-        return self._aggregate("KSTREAM-REDUCE-", named, materialized or Materialized(),
+        materialized = self._grouped._withSerdes(materialized, self._grouped._grouped.valueSerde)
+        return self._aggregate("KSTREAM-REDUCE-", named, materialized,
                                lambda: None, aggregator, lambda k, a1, a2: aggregator(k, a2, a1))
 
     def aggregate(self, initializer: Callable, aggregator: Callable, sessionMerger: Callable, named=None,
                   materialized: Materialized | None = None) -> KTable:
         """``aggregator(key, value, agg)`` per session from ``initializer()``; ``sessionMerger(key,
-        agg1, agg2)`` combines sessions that a record bridges (SA-6, SA-12)."""
-        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized or Materialized(),
-                               initializer, aggregator, sessionMerger)
+        agg1, agg2)`` combines sessions that a record bridges (SA-6, SA-12). Forms
+        ``aggregate(initializer, aggregator, sessionMerger[, Named][, Materialized])``."""
+        named, materialized = _options("SessionWindowedKStream.aggregate", "aggregate(initializer, aggregator, "
+                                       "sessionMerger), aggregate(initializer, aggregator, sessionMerger, Named), "
+                                       "aggregate(initializer, aggregator, sessionMerger, Materialized), "
+                                       "aggregate(initializer, aggregator, sessionMerger, Named, Materialized)",
+                                       named, materialized)
+        materialized = self._grouped._withSerdes(materialized, None)
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, sessionMerger)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, merger) -> KTable:
         from ._internals.processors import KStreamSessionWindowAggregate
+        from ._windows import WindowedSerdes
 
         windows = self._windows
         minimum = windows.inactivityGap() + windows.gracePeriodMs()
@@ -241,17 +311,18 @@ class SessionWindowedKStream:
             )
 
         def storeBuilder(storeName):
-            return Stores.sessionStoreBuilder(
-                Stores.persistentSessionStore(storeName, retention),
-                materialized.keySerde or self._grouped._grouped.keySerde, materialized.valueSerde,
-            )
+            supplier = _supplierOf("SessionWindowedKStream", materialized, SessionBytesStoreSupplier,
+                                   "a session store supplier (Stores.persistentSessionStore / inMemorySessionStore)")
+            builder = Stores.sessionStoreBuilder(supplier or Stores.persistentSessionStore(storeName, retention),
+                                                 materialized.keySerde, materialized.valueSerde)
+            return builder if materialized.logging else builder.withLoggingDisabled()
 
-        emitFinal = self._emitFinal
+        emitFinal, keySerde = self._emitFinal, materialized.keySerde
         table = self._grouped._aggregate(
             prefix, named, materialized,
             lambda store: KStreamSessionWindowAggregate(store, windows, initializer, aggregator, merger, emitFinal,
                                                         materialized.caching),
-            storeBuilder,
+            storeBuilder, None if keySerde is None else WindowedSerdes.sessionWindowedSerdeFrom(keySerde),
         )
         table._windowCloseDuration = windows.inactivityGap() + windows.gracePeriodMs()  # SU-1
         return table

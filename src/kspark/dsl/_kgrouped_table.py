@@ -4,8 +4,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..processor import FailOnInvalidTimestamp
 from ..serialization import Serdes
-from ..state import Stores
-from ._config_objects import Grouped, Materialized, nameOf
+from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
+from ._overloads import bind
 from ._internals.ktable_processors import ChangedSerde, KTableAggregateSupplier
 from ._ktable import KTable
 
@@ -33,33 +33,47 @@ class KGroupedTable:
         self._grouped = grouped
         self._repartition: tuple[str, str] | None = None  # (source node, topic) when reused under a Grouped name
 
-    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
-        """Number of entries per new key: +1 for an added value, -1 for a removed one (Kafka
-        ``KGroupedTable#count``). A count that falls to 0 stays in the table as 0."""
+    def _options(self, method: str, forms: str, named, materialized, valueSerde) -> tuple:
+        """Kafka's forms by type, and ``materialized`` with the grouping's key serde and
+        ``valueSerde`` where it sets none (``KGroupedTableImpl``)."""
+        named, materialized = bind(f"KGroupedTable.{method}", forms, (NAMED, MATERIALIZED), (named, materialized))
         materialized = materialized or Materialized()
-        if materialized.valueSerde is None:
-            materialized = materialized.withValueSerde(Serdes.Long())
+        return named, materialized.with_(materialized.keySerde or self._grouped.keySerde,
+                                         materialized.valueSerde or valueSerde)
+
+    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
+        """Number of entries per new key: +1 for an added value, -1 for a removed one, as
+        ``Serdes.Long()`` values (Kafka ``KGroupedTable#count``; forms ``count()``,
+        ``count(Named)``, ``count(Materialized)``, ``count(Named, Materialized)``). A count that
+        falls to 0 stays in the table as 0."""
+        named, materialized = self._options("count", "count(), count(Named), count(Materialized), "
+                                            "count(Named, Materialized)", named, materialized, Serdes.Long())
         return self._aggregate("KTABLE-AGGREGATE-", named, materialized,
                                lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1, False)
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any], named=None,
                materialized: Materialized | None = None) -> KTable:
         """``adder(aggregate, newValue)`` / ``subtractor(aggregate, oldValue)`` per new key,
-        starting from the first value (Kafka ``KGroupedTable#reduce``). A result of None deletes
-        the key and forwards a tombstone."""
-        materialized = materialized or Materialized()
-        if materialized.valueSerde is None and self._grouped.valueSerde is not None:
-            materialized = materialized.withValueSerde(self._grouped.valueSerde)
+        starting from the first value (Kafka ``KGroupedTable#reduce``; forms ``reduce(adder,
+        subtractor[, Named][, Materialized])``; values use the grouping's value serde by default).
+        A result of None deletes the key and forwards a tombstone."""
+        named, materialized = self._options("reduce", "reduce(adder, subtractor), reduce(adder, subtractor, "
+                                            "Materialized), reduce(adder, subtractor, Named, Materialized)",
+                                            named, materialized, self._grouped.valueSerde)
         return self._aggregate("KTABLE-REDUCE-", named, materialized, None, adder, subtractor, True)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any], named=None,
                   materialized: Materialized | None = None) -> KTable:
         """``adder(key, newValue, aggregate)`` / ``subtractor(key, oldValue, aggregate)`` per new key,
-        starting from ``initializer()`` (Kafka ``KGroupedTable#aggregate``). A result of None
+        starting from ``initializer()`` (Kafka ``KGroupedTable#aggregate``; forms
+        ``aggregate(initializer, adder, subtractor[, Named][, Materialized])``). A result of None
         deletes the key and forwards a tombstone. Timestamps: rule T-17."""
-        return self._aggregate("KTABLE-AGGREGATE-", named, materialized or Materialized(),
-                               initializer, adder, subtractor, False)
+        named, materialized = self._options("aggregate", "aggregate(initializer, adder, subtractor), aggregate("
+                                            "initializer, adder, subtractor, Named), aggregate(initializer, adder, "
+                                            "subtractor, Materialized), aggregate(initializer, adder, subtractor, "
+                                            "Named, Materialized)", named, materialized, None)
+        return self._aggregate("KTABLE-AGGREGATE-", named, materialized, initializer, adder, subtractor, False)
 
     def _aggregate(self, functionPrefix: str, named, materialized: Materialized, initializer, adder, subtractor,
                    reduce: bool) -> KTable:
@@ -85,9 +99,6 @@ class KGroupedTable:
         sourceName, topic = self._repartition
         supplier = KTableAggregateSupplier(storeName, initializer, adder, subtractor, reduce, materialized.caching)
         topology.addProcessor(funcName, supplier, sourceName)
-        topology.addStateStore(
-            Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName),
-                                                   materialized.keySerde or keySerde, materialized.valueSerde),
-            funcName,
-        )
-        return KTable(builder, funcName, storeName, {topic}, supplier, materialized.storeName)
+        topology.addStateStore(keyValueStoreBuilder("KGroupedTable", materialized, storeName), funcName)
+        return KTable(builder, funcName, storeName, {topic}, supplier, materialized.storeName, materialized.keySerde,
+                      materialized.valueSerde)

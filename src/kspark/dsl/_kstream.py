@@ -4,7 +4,11 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
-from ._config_objects import Grouped, Materialized, Produced, Repartitioned, nameOf
+from ..processor import FailOnInvalidTimestamp
+from ..topology._topology import supplierGet
+from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, STRING, Grouped, Joined, Materialized,
+                              Named, Produced, Repartitioned, named as _named, nameOf)
+from ._overloads import Kind, bind, check, instanceOf
 from ._internals.processors import (
     KStreamFilter,
     KStreamKTableJoin,
@@ -35,6 +39,11 @@ __all__ = ["KStream"]
 
 log = logging.getLogger("kspark.dsl")
 
+TOPIC = Kind("a topic name (str) or a TopicNameExtractor",
+             lambda v: isinstance(v, str) or callable(v) or callable(getattr(v, "extract", None)))
+
+JOINED = instanceOf("Joined (or Named, kspark's addition)", Joined, Named, str)
+
 
 class KStream:
     """An unbounded stream of key-value records (Kafka ``KStream``).
@@ -47,59 +56,76 @@ class KStream:
     _keyChanger: str | None = None  # node name of the latest key-changing operation upstream (RP-1)
     _joinRepartition: "KStream | None" = None  # Kafka KStreamImpl.repartitionNode, reused by joins
 
-    def __init__(self, builder: "StreamsBuilder", name: str, sourceTopics: set[str], repartitionRequired: bool) -> None:
+    def __init__(self, builder: "StreamsBuilder", name: str, sourceTopics: set[str], repartitionRequired: bool,
+                 keySerde=None, valueSerde=None) -> None:
         self._builder = builder
         self._name = name
         self._sourceTopics = sourceTopics
         self._repartitionRequired = repartitionRequired
+        # the serdes Kafka's KStreamImpl carries down the graph (None: the default serde); a sink,
+        # grouping or table downstream uses them where it is given none
+        self._keySerde, self._valueSerde = keySerde, valueSerde
 
-    def _add(self, prefix: str, named, supplier: Callable[[], Any], keyChanging: bool) -> "KStream":
-        name = self._builder._nameOrGenerate(nameOf(named), prefix)
+    def _add(self, prefix: str, method: str, named, supplier: Callable[[], Any], keyChanging: bool,
+             keySerde, valueSerde) -> "KStream":
+        name = self._builder._nameOrGenerate(_named(f"KStream.{method}", named), prefix)
         self._builder._topology.addProcessor(name, supplier, self._name)
-        return self._derived(name, keyChanging)
+        return self._derived(name, keyChanging, keySerde, valueSerde)
 
-    def _derived(self, name: str, keyChanging: bool) -> "KStream":
-        stream = KStream(self._builder, name, self._sourceTopics, self._repartitionRequired or keyChanging)
+    def _derived(self, name: str, keyChanging: bool, keySerde, valueSerde) -> "KStream":
+        stream = KStream(self._builder, name, self._sourceTopics, self._repartitionRequired or keyChanging,
+                         keySerde, valueSerde)
         stream._keyChanger = name if keyChanging else self._keyChanger
         return stream
 
     # ------------------------------------------------------------------ stateless
     def filter(self, predicate: Callable[[Any, Any], bool], named=None) -> "KStream":
         """Records for which ``predicate(key, value)`` is true; stateless (Kafka ``KStream#filter``)."""
-        return self._add("KSTREAM-FILTER-", named, lambda: KStreamFilter(predicate, False), False)
+        return self._add("KSTREAM-FILTER-", "filter", named, lambda: KStreamFilter(predicate, False), False,
+                         self._keySerde, self._valueSerde)
 
     def filterNot(self, predicate: Callable[[Any, Any], bool], named=None) -> "KStream":
         """Records for which ``predicate(key, value)`` is false; stateless (Kafka ``KStream#filterNot``)."""
-        return self._add("KSTREAM-FILTER-", named, lambda: KStreamFilter(predicate, True), False)
+        return self._add("KSTREAM-FILTER-", "filterNot", named, lambda: KStreamFilter(predicate, True), False,
+                         self._keySerde, self._valueSerde)
 
     def mapValues(self, mapper: Callable, named=None) -> "KStream":
         """Same key, value ``mapper(value)`` (or ``mapper(key, value)`` for a two-argument mapper:
         Kafka's ``ValueMapperWithKey``); keeps the timestamp (Kafka ``KStream#mapValues``, rule T-15)."""
         withKey = arity(mapper) == 2
-        return self._add("KSTREAM-MAPVALUES-", named, lambda: KStreamMapValues(mapper, withKey), False)
+        return self._add("KSTREAM-MAPVALUES-", "mapValues", named, lambda: KStreamMapValues(mapper, withKey), False,
+                         self._keySerde, None)
 
     def map(self, mapper: Callable[[Any, Any], Any], named=None) -> "KStream":
         """New key and value from ``mapper(key, value) -> KeyValue | (key, value)``; marks the stream
         for repartitioning (Kafka ``KStream#map``, rule RP-1)."""
-        return self._add("KSTREAM-MAP-", named, lambda: KStreamMap(mapper), True)
+        return self._add("KSTREAM-MAP-", "map", named, lambda: KStreamMap(mapper), True, None, None)
 
     def selectKey(self, mapper: Callable[[Any, Any], Any], named=None) -> "KStream":
         """New key ``mapper(key, value)``, same value; marks the stream for repartitioning
         (Kafka ``KStream#selectKey``, rule RP-1)."""
-        return self._add("KSTREAM-KEY-SELECT-", named, lambda: KStreamSelectKey(mapper), True)
+        return self._add("KSTREAM-KEY-SELECT-", "selectKey", named, lambda: KStreamSelectKey(mapper), True,
+                         None, self._valueSerde)
 
     def peek(self, action: Callable[[Any, Any], None], named=None) -> "KStream":
         """Calls ``action(key, value)`` for each record and passes it on unchanged (Kafka ``KStream#peek``)."""
-        return self._add("KSTREAM-PEEK-", named, lambda: KStreamPeek(action), False)
+        return self._add("KSTREAM-PEEK-", "peek", named, lambda: KStreamPeek(action), False,
+                         self._keySerde, self._valueSerde)
 
     # ------------------------------------------------------------------ processor API
-    def process(self, processorSupplier: Callable[[], Any], *storeNames: str, named=None) -> "KStream":
-        """Runs ``processorSupplier()``'s processor (one per task) with access to ``storeNames``.
+    def process(self, processorSupplier, *storeNames, named=None) -> "KStream":
+        """Runs ``processorSupplier``'s processor (a new one per task) with access to ``storeNames``.
+
+        ``processorSupplier`` is a ``ProcessorSupplier``: a function (or class) taking no argument
+        that returns a new ``Processor``, or an object with ``get()`` doing that; if it also has
+        ``stores()`` (Kafka's ``ConnectedStoreProvider``), the ``StoreBuilder``s it returns are
+        added and connected to the processor. Kafka's forms ``process(supplier, *storeNames)`` and
+        ``process(supplier, Named, *storeNames)`` (or ``named=``) are both accepted.
 
         The processor may forward any number of records with any key, so the result is marked for
-        repartitioning (Kafka ``KStream#process``, rule RP-1).
+        repartitioning and has no serdes (Kafka ``KStream#process``, rule RP-1).
 
-        Beyond Kafka: if this stream's key was changed upstream and ``storeNames`` is not empty,
+        Beyond Kafka: if this stream's key was changed upstream and the processor has stores,
         records of one key may reach different tasks, each with its own store (the seed-004 bug);
         ``StreamsBuilder.build()`` logs a WARNING naming the processor, its stores and the
         key-changing operation, or, with ``kspark.repartition.before.stateful.process=true``,
@@ -107,39 +133,78 @@ class KStream:
 
         Raises
         ------
+        TypeError
+            If the supplier is neither callable nor has ``get()``, a store name is not a str, or
+            ``get()`` returns the same object twice ("#get() must return a new object each time
+            it is called.", Kafka's ``ApiUtils.checkSupplier``).
         TopologyException
-            If a store name was not added with ``StreamsBuilder.addStateStore``.
+            If a store name was not added with ``StreamsBuilder.addStateStore`` or ``stores()``.
         """
-        if not callable(processorSupplier):
-            raise TypeError("processorSupplier must be a callable taking no argument that returns a Processor")
+        name, storeNames = self._processNode("process", "KSTREAM-PROCESSOR-", processorSupplier, storeNames, named,
+                                             lambda processor: processor)
+        return self._derived(name, True, None, None)
+
+    def _processNode(self, method: str, prefix: str, supplier, storeNames: tuple, named, wrap) -> tuple:
+        """Add a ``process``/``processValues`` node: Kafka's overloads by type, the supplier's
+        stores, the stateful-after-key-change note. Returns (node name, all its store names)."""
+        get = supplierFunction(method, supplier)
+        if storeNames and not isinstance(storeNames[0], str) and named is None:  # process(supplier, Named, ...)
+            named, storeNames = storeNames[0], storeNames[1:]
+        for store in storeNames:
+            check(f"KStream.{method}", "a store name", STRING, store, False)
         # Kafka: a generated name when none is given, no counter burnt for a given one
-        name = nameOf(named) or self._builder._newProcessorName("KSTREAM-PROCESSOR-")
+        name = _named(f"KStream.{method}", named) or self._builder._newProcessorName(prefix)
         topology = self._builder._topology
-        topology.addProcessor(name, processorSupplier, self._name)
+        topology.addProcessor(name, lambda: wrap(get()), self._name)
+        provided = topology._addSupplierStores(name, supplier)
         topology.connectProcessorAndStateStores(name, *storeNames)
-        self._noteStatefulAfterKeyChange(name, storeNames)
-        return self._derived(name, True)
+        allStores = tuple(dict.fromkeys([*provided, *storeNames]))
+        self._noteStatefulAfterKeyChange(name, allStores)
+        return name, allStores
 
     # ------------------------------------------------------------------ topics
-    def to(self, topic: str, produced: Produced | None = None) -> None:
-        """Write the records to ``topic``; the partition is murmur2 of the serialized key unless
-        ``produced`` sets a partitioner (Kafka ``KStream#to``, rules DP-1, T-20)."""
+    def to(self, topic, produced: Produced | None = None) -> None:
+        """Write the records to ``topic`` (Kafka ``KStream#to``, rules DP-1, T-20).
+
+        ``topic`` is a topic name, or a ``TopicNameExtractor``: a function ``(key, value,
+        recordContext) -> str`` or an object with ``extract(key, value, recordContext)``, called per
+        record (``recordContext``: ``topic()``, ``partition()``, ``offset()``, ``timestamp()``,
+        ``headers()`` of the record being processed). The serdes are ``produced``'s, else this
+        stream's (from ``Consumed``, ``Grouped``, ``Materialized`` or an aggregation's result, as
+        Kafka carries them), else the defaults. The partition is murmur2 of the serialized key
+        unless ``produced`` sets a partitioner.
+
+        Raises
+        ------
+        TypeError
+            If ``topic`` is neither a str nor a TopicNameExtractor, or ``produced`` is not a ``Produced``.
+        """
+        topic, produced = bind("KStream.to", "to(topic), to(topic, Produced), to(topicNameExtractor), "
+                               "to(topicNameExtractor, Produced)", (TOPIC, PRODUCED), (topic, produced))
+        if topic is None:
+            raise TypeError("KStream.to(): topic can't be null")
         produced = produced or Produced()
         name = self._builder._nameOrGenerate(produced.name, "KSTREAM-SINK-")
         self._builder._topology.addSink(
-            name, topic, self._name, keySerde=produced.keySerde, valueSerde=produced.valueSerde,
-            partitioner=produced.partitioner,
+            name, topic, self._name, keySerde=produced.keySerde or self._keySerde,
+            valueSerde=produced.valueSerde or self._valueSerde, partitioner=produced.partitioner,
         )
 
     def repartition(self, repartitioned: Repartitioned | None = None) -> "KStream":
         """Write to and read back from a repartition topic ``<application.id>-<name>-repartition``,
         so records are partitioned by their current key (Kafka ``KStream#repartition``, rule RP-3).
 
-        Null-key records are dropped before the topic (rule RP-2) and counted.
+        Null-key records are dropped before the topic (rule RP-2) and counted. As in Kafka's
+        ``doRepartition``, the topic's key serde is ``repartitioned``'s (else the default) and its
+        value serde ``repartitioned``'s or this stream's; the result keeps this stream's serdes
+        where ``repartitioned`` sets none.
         """
-        repartitioned = repartitioned or Repartitioned()
+        repartitioned = check("KStream.repartition", "repartitioned", REPARTITIONED, repartitioned) or Repartitioned()
         name = repartitioned.name or self._builder._newProcessorName("KSTREAM-REPARTITION-")
-        return self._repartitionThrough(name, repartitioned)
+        valueSerde = repartitioned.valueSerde or self._valueSerde
+        stream = self._repartitionThrough(name, repartitioned.withValueSerde(valueSerde))
+        stream._keySerde, stream._valueSerde = repartitioned.keySerde or self._keySerde, valueSerde
+        return stream
 
     def _repartitionThrough(self, prefix: str, repartitioned: Repartitioned) -> "KStream":
         import re
@@ -160,38 +225,55 @@ class KStream:
             sinkName, topic, filterName, keySerde=repartitioned.keySerde, valueSerde=repartitioned.valueSerde,
             partitioner=repartitioned.partitioner,
         )
-        topology.addSource(sourceName, topic, keySerde=repartitioned.keySerde, valueSerde=repartitioned.valueSerde)
-        return KStream(self._builder, sourceName, {topic}, repartitionRequired=False)
+        # a repartition topic carries the extracted timestamps as record timestamps: Kafka reads it
+        # with FailOnInvalidTimestamp, never with default.timestamp.extractor
+        topology.addSource(sourceName, topic, keySerde=repartitioned.keySerde, valueSerde=repartitioned.valueSerde,
+                           timestampExtractor=FailOnInvalidTimestamp())
+        return KStream(self._builder, sourceName, {topic}, False, repartitioned.keySerde, repartitioned.valueSerde)
 
     # ------------------------------------------------------------------ grouping
-    def groupByKey(self, grouped=None) -> "KGroupedStream":
+    def groupByKey(self, grouped: Grouped | None = None) -> "KGroupedStream":
         """Group by the current key for an aggregation (Kafka ``KStream#groupByKey``); repartitions
-        first if the key was changed upstream."""
+        first if the key was changed upstream. Without ``grouped`` the grouping uses this stream's
+        serdes; a given ``Grouped`` is used as it is (Kafka: ``groupByKey()`` is
+        ``groupByKey(Grouped.with(keySerde, valueSerde))``)."""
         from ._grouped import KGroupedStream
 
-        return KGroupedStream(self, grouped or Grouped())
+        grouped = check("KStream.groupByKey", "grouped", GROUPED, grouped)
+        return KGroupedStream(self, grouped or Grouped.with_(self._keySerde, self._valueSerde))
 
-    def groupBy(self, keySelector: Callable[[Any, Any], Any], grouped=None) -> "KGroupedStream":
+    def groupBy(self, keySelector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> "KGroupedStream":
         """Group by ``keySelector(key, value)``; always repartitions by the new key (Kafka
-        ``KStream#groupBy``, rule RP-1). A ``Grouped`` name also names the key-selecting node."""
-        return self.selectKey(keySelector, named=grouped.name if grouped is not None else None).groupByKey(grouped)
+        ``KStream#groupBy``, rule RP-1). A ``Grouped`` name also names the key-selecting node;
+        without ``grouped`` the value serde is this stream's (Kafka: ``Grouped.with(null, valueSerde)``)."""
+        from ._grouped import KGroupedStream
+
+        grouped = check("KStream.groupBy", "grouped", GROUPED, grouped) or Grouped.with_(None, self._valueSerde)
+        return KGroupedStream(self.selectKey(keySelector, named=grouped.name), grouped)
 
     # ------------------------------------------------------------------ tables and joins
     def toTable(self, named=None, materialized: Materialized | None = None) -> KTable:
-        """The stream as a changelog: a ``KTable`` of the latest value per key (Kafka ``KStream#toTable``).
+        """The stream as a changelog: a ``KTable`` of the latest value per key (Kafka ``KStream#toTable``;
+        forms ``toTable()``, ``toTable(Named)``, ``toTable(Materialized)``, ``toTable(Named, Materialized)``).
 
         A null value deletes the key; null-key records are skipped and counted. If the stream is
-        marked for repartitioning, it is repartitioned first.
+        marked for repartitioning, it is repartitioned first. The table's serdes are
+        ``materialized``'s, else this stream's; its store uses ``materialized``'s (this stream's
+        when no ``materialized`` is given, as Kafka's ``Materialized.with(keySerde, valueSerde)``).
         """
+        named, materialized = bind("KStream.toTable", "toTable(), toTable(Named), toTable(Materialized), "
+                                   "toTable(Named, Materialized)", (NAMED, MATERIALIZED), (named, materialized))
         # Kafka KStreamImpl.toTable: node name, then store name, then the repartition topic named
         # after the node ("KSTREAM-TOTABLE-0000000002-repartition")
         name = self._builder._nameOrGenerate(nameOf(named), "KSTREAM-TOTABLE-")
-        materialized = materialized or Materialized()
+        materialized = materialized or Materialized.with_(self._keySerde, self._valueSerde)
         storeName = materialized.storeName or self._builder._newStoreName("KSTREAM-TOTABLE-")
+        keySerde, valueSerde = materialized.keySerde or self._keySerde, materialized.valueSerde or self._valueSerde
         stream = self
         if self._repartitionRequired:
-            stream = self._repartitionThrough(name, Repartitioned.with_(materialized.keySerde, materialized.valueSerde))
-        return KTable._materialize(self._builder, stream._name, name, storeName, materialized, stream._sourceTopics)
+            stream = self._repartitionThrough(name, Repartitioned.with_(keySerde, valueSerde))
+        return KTable._materialize(self._builder, stream._name, name, storeName, materialized, stream._sourceTopics,
+                                   keySerde=keySerde, valueSerde=valueSerde)
 
     def join(self, table, *args, **kwargs) -> "KStream":
         """``join(globalTable, keySelector, joiner, named=None)``: inner join with a ``GlobalKTable``
@@ -238,6 +320,7 @@ class KStream:
         n = arity(joiner)
         if n not in (2, 3):
             raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
+        check("KStream.join", "joined", JOINED, joined)
         if getattr(joined, "gracePeriodMs", None) is not None:
             # Kafka KStreamImpl.doStreamTableJoin (KIP-923, rule J-5); kspark has no versioned tables
             raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
@@ -265,7 +348,9 @@ class KStream:
             topology._copartition(table._sourceTopics)
         else:
             topology._copartition(stream._sourceTopics | table._sourceTopics)
-        return KStream(self._builder, name, stream._sourceTopics, repartitionRequired=False)
+        # Kafka doStreamTableJoin: the joined key serde or this stream's, no value serde
+        return KStream(self._builder, name, stream._sourceTopics, False,
+                       getattr(joined, "keySerde", None) or self._keySerde, None)
 
     # ------------------------------------------------------------------ repartition helpers (RP-1..RP-3)
     def _repartitionForJoin(self, joinName: str | None, joined=None) -> "KStream":
@@ -274,7 +359,8 @@ class KStream:
         the first one's repartition topic. Sink, filter and source names are burnt either way."""
         repartitionName = joinName or self._name
         if self._joinRepartition is None or repartitionName != self._name:
-            serdes = Repartitioned.with_(getattr(joined, "keySerde", None), getattr(joined, "valueSerde", None))
+            serdes = Repartitioned.with_(getattr(joined, "keySerde", None) or self._keySerde,
+                                         getattr(joined, "valueSerde", None) or self._valueSerde)
             self._joinRepartition = self._repartitionThrough(repartitionName, serdes)
             return self._joinRepartition
         for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
@@ -296,14 +382,15 @@ class KStream:
         A ``None`` result fails the record ("The provided KeyValueMapper returned null which is
         not allowed."), handled by ``processing.exception.handler``.
         """
-        return self._add("KSTREAM-FLATMAP-", named, lambda: KStreamFlatMap(mapper), True)
+        return self._add("KSTREAM-FLATMAP-", "flatMap", named, lambda: KStreamFlatMap(mapper), True, None, None)
 
     def flatMapValues(self, mapper: Callable, named=None) -> "KStream":
         """Zero or more records per input, same key: ``mapper(value)`` (or ``mapper(key, value)``,
         Kafka's ``ValueMapperWithKey``) returns an iterable of values. Keeps the
         repartition-required flag (Kafka ``KStream#flatMapValues``, rule RP-1)."""
         withKey = arity(mapper) == 2
-        return self._add("KSTREAM-FLATMAPVALUES-", named, lambda: KStreamFlatMapValues(mapper, withKey), False)
+        return self._add("KSTREAM-FLATMAPVALUES-", "flatMapValues", named,
+                         lambda: KStreamFlatMapValues(mapper, withKey), False, self._keySerde, None)
 
     def merge(self, stream: "KStream", named=None) -> "KStream":
         """All records of this stream and ``stream``, each forwarded as it is processed (no
@@ -321,7 +408,7 @@ class KStream:
             raise TypeError("stream can't be null and must be a KStream")
         if stream._builder is not self._builder:
             raise TopologyException("Cannot merge streams of different StreamsBuilders")
-        name = self._builder._nameOrGenerate(nameOf(named), "KSTREAM-MERGE-")
+        name = self._builder._nameOrGenerate(_named("KStream.merge", named), "KSTREAM-MERGE-")
         self._builder._topology.addProcessor(name, PassThrough, self._name, stream._name)
         merged = KStream(self._builder, name, self._sourceTopics | stream._sourceTopics,
                          self._repartitionRequired or stream._repartitionRequired)
@@ -337,32 +424,44 @@ class KStream:
 
         return BranchedKStream(self, named)
 
-    def processValues(self, processorSupplier: Callable[[], Any], *storeNames: str, named=None) -> "KStream":
-        """Like ``process`` but the processor may only change values: forwarding a record whose
-        key differs from the input record's raises ``StreamsException`` (Kafka's
-        ``FixedKeyProcessor``). Keeps the repartition-required flag (Kafka
-        ``KStream#processValues``, rule RP-1); with stores after a key change, warns or
-        repartitions like ``process``."""
-        if not callable(processorSupplier):
-            raise TypeError("processorSupplier must be a callable taking no argument that returns a Processor")
-        name = nameOf(named) or self._builder._newProcessorName("KSTREAM-PROCESSVALUES-")
-        topology = self._builder._topology
-        topology.addProcessor(name, lambda: FixedKeyProcessorAdapter(processorSupplier()), self._name)
-        topology.connectProcessorAndStateStores(name, *storeNames)
-        self._noteStatefulAfterKeyChange(name, storeNames)
-        return self._derived(name, False)
+    def processValues(self, processorSupplier, *storeNames, named=None) -> "KStream":
+        """Like ``process`` (same supplier and overload forms) but the processor may only change
+        values: forwarding a record whose key differs from the input record's raises
+        ``StreamsException`` (Kafka's ``FixedKeyProcessor``). Keeps the key serde and the
+        repartition-required flag (Kafka ``KStream#processValues``, rule RP-1); with stores
+        after a key change, warns or repartitions like ``process``."""
+        name, _ = self._processNode("processValues", "KSTREAM-PROCESSVALUES-", processorSupplier, storeNames, named,
+                                    FixedKeyProcessorAdapter)
+        return self._derived(name, False, self._keySerde, None)
 
     def foreach(self, action: Callable[[Any, Any], None], named=None) -> None:
         """Call ``action(key, value)`` for every record; terminal (Kafka ``KStream#foreach``)."""
         self._builder._topology.addProcessor(
-            self._builder._nameOrGenerate(nameOf(named), "KSTREAM-FOREACH-"), lambda: ForeachProcessor(action), self._name)
+            self._builder._nameOrGenerate(_named("KStream.foreach", named), "KSTREAM-FOREACH-"),
+            lambda: ForeachProcessor(action), self._name)
 
     def print(self, printed: "Printed | None" = None) -> None:
         """Write every record as ``[label]: key, value`` to stdout or a file (Kafka
         ``KStream#print``); the label defaults to this stream's node name."""
         from ._printed import Printed
 
-        printed = printed or Printed.toSysOut()
+        printed = check("KStream.print", "printed", instanceOf("Printed", Printed), printed) or Printed.toSysOut()
         name = self._builder._nameOrGenerate(printed.name, "KSTREAM-PRINTER-")
         path, mapper, label = printed.path, printed.mapper, printed.label or self._name
         self._builder._topology.addProcessor(name, lambda: KStreamPrint(path, mapper, label), self._name)
+
+
+def supplierFunction(method: str, supplier) -> Callable[[], Any]:
+    """``supplierGet`` plus Kafka's ``ApiUtils.checkSupplier``: two calls must return two objects.
+
+    Raises
+    ------
+    TypeError
+        If ``supplier`` is no supplier, or returns the same processor twice.
+    """
+    get = supplierGet(f"KStream.{method}", supplier)
+    if not isinstance(supplier, type):
+        first = get()
+        if first is not None and first is get():
+            raise TypeError(f"KStream.{method}(): processorSupplier#get() must return a new object each time it is called.")
+    return get

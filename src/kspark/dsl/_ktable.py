@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
-from ..state import Stores
-from ._config_objects import Consumed, Grouped, Materialized, nameOf
+from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
+from ._overloads import FUNCTION, bind, check
 from ._internals.ktable_processors import (
     INNER,
     LEFT,
@@ -41,8 +41,10 @@ class KTable:
     """
 
     def __init__(self, builder: "StreamsBuilder", name: str, storeName: str | None, sourceTopics: set[str],
-                 supplier: Any = None, queryableName: Any = ...) -> None:
+                 supplier: Any = None, queryableName: Any = ..., keySerde=None, valueSerde=None) -> None:
         self._builder = builder
+        # the serdes Kafka's KTableImpl carries (None: the default serde), passed on by toStream()
+        self._keySerde, self._valueSerde = keySerde, valueSerde
         self._name = name
         self._storeName = storeName
         self._sourceTopics = sourceTopics
@@ -52,21 +54,22 @@ class KTable:
         self._sendOldValues = False
 
     @staticmethod
-    def _materialize(builder, parentName, tableName, storeName, materialized: Materialized, sourceTopics, consumed: Consumed | None = None) -> "KTable":
+    def _materialize(builder, parentName, tableName, storeName, materialized: Materialized, sourceTopics,
+                     keySerde=None, valueSerde=None) -> "KTable":
         """A source table (``builder.table`` / ``KStream.toTable``), Kafka ``KTableSource``: its store
-        is added only if ``materialized`` names it or when a downstream operation needs it."""
+        (``materialized``'s serdes) is added only if ``materialized`` names it or when a
+        downstream operation needs it. The table carries ``keySerde``/``valueSerde``."""
         topology = builder._topology
-        keySerde = materialized.keySerde or (consumed.keySerde if consumed else None)
-        valueSerde = materialized.valueSerde or (consumed.valueSerde if consumed else None)
 
         def storeBuilder():
-            return Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName), keySerde, valueSerde)
+            return keyValueStoreBuilder("KTable", materialized, storeName)
 
         supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder)
         topology.addProcessor(tableName, supplier, parentName)
         if materialized.storeName is not None:
             supplier.materialize()
-        return KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName)
+        return KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName,
+                      keySerde, valueSerde)
 
     # -- Kafka KTableImpl.valueGetterSupplier / enableSendingOldValues
     def _valueGetterSupplier(self):
@@ -104,7 +107,8 @@ class KTable:
         supplier = KTableSuppressSupplier(
             self, lambda: KTableSuppress(duration, config, name, untilWindowCloses, untilWindowCloses, storeName))
         self._builder._topology.addProcessor(name, supplier, self._name)
-        return KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None)
+        return KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None, self._keySerde,
+                      self._valueSerde)
 
     def queryableStoreName(self) -> str | None:
         """The name of the store to query (``TopologyTestDriver.getKeyValueStore``, Spark
@@ -112,34 +116,50 @@ class KTable:
         store named with ``Materialized.as_`` (or a join/aggregation store) is queryable."""
         return self._queryableName
 
-    def toStream(self, named=None) -> "KStream":
-        """The table's updates as a stream; a tombstone becomes a record with a null value (Kafka ``KTable#toStream``)."""
+    def toStream(self, mapper: Callable[[Any, Any], Any] | None = None, named=None) -> "KStream":
+        """The table's updates as a stream; a tombstone becomes a record with a null value (Kafka
+        ``KTable#toStream``; forms ``toStream()``, ``toStream(Named)``, ``toStream(mapper)``,
+        ``toStream(mapper, Named)``). With ``mapper(key, value) -> newKey`` the stream is re-keyed
+        as ``toStream().selectKey(mapper)`` (marked for repartitioning, key serde dropped). The
+        stream carries this table's serdes.
+
+        Raises
+        ------
+        TypeError
+            For an argument that is neither a function nor a ``Named``/str in Kafka's order.
+        """
         from ._kstream import KStream
 
+        mapper, named = bind("KTable.toStream", "toStream(), toStream(Named), toStream(mapper), "
+                             "toStream(mapper, Named)", (FUNCTION, NAMED), (mapper, named))
         name = self._builder._nameOrGenerate(nameOf(named), "KTABLE-TOSTREAM-")
         self._builder._topology.addProcessor(name, KTableToStream, self._name)
-        return KStream(self._builder, name, self._sourceTopics, repartitionRequired=False)
+        stream = KStream(self._builder, name, self._sourceTopics, False, self._keySerde, self._valueSerde)
+        return stream if mapper is None else stream.selectKey(mapper)
 
     # ------------------------------------------------------------------ stateless
-    def _derived(self, prefix: str, named, materialized: Materialized | None, makeSupplier) -> "KTable":
+    def _derived(self, prefix: str, method: str, named, materialized: Materialized | None, makeSupplier,
+                 valueSerdeKept: bool) -> "KTable":
         """Kafka ``KTableImpl.doFilter`` / ``doMapValues``: a store only for a queryable name; an
-        unnamed ``Materialized`` still burns one index (``<prefix>STATE-STORE-``) first."""
+        unnamed ``Materialized`` still burns one index (``<prefix>STATE-STORE-``) first. Serdes:
+        ``materialized``'s, else this table's key serde and (filter only) value serde."""
+        named, materialized = bind(f"KTable.{method}", f"{method}(f), {method}(f, Named), {method}(f, Materialized), "
+                                   f"{method}(f, Named, Materialized)", (NAMED, MATERIALIZED), (named, materialized))
         builder = self._builder
         queryableName = None
+        keySerde, valueSerde = self._keySerde, self._valueSerde if valueSerdeKept else None
         if materialized is not None:
             if materialized.storeName is None:
                 builder._newStoreName(prefix)
             queryableName = materialized.storeName
+            keySerde = materialized.keySerde or keySerde
+            valueSerde = materialized.valueSerde or (valueSerde if valueSerdeKept else None)
         name = builder._nameOrGenerate(nameOf(named), prefix)
         supplier = makeSupplier(queryableName)
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
-            builder._topology.addStateStore(
-                Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(queryableName),
-                                                       materialized.keySerde, materialized.valueSerde),
-                name,
-            )
-        return KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName)
+            builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
+        return KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
 
     def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
         """A table of the entries for which ``predicate(key, value)`` is true (Kafka ``KTable#filter``).
@@ -150,22 +170,22 @@ class KTable:
         nothing (Kafka ``KTableFilter``). The predicate is never called for a null value.
         ``materialized`` with a name (``Materialized.as_``) keeps the result in a store.
         """
-        return self._derived("KTABLE-FILTER-", named, materialized,
-                             lambda q: KTableFilterSupplier(self, predicate, False, q))
+        return self._derived("KTABLE-FILTER-", "filter", named, materialized,
+                             lambda q: KTableFilterSupplier(self, predicate, False, q), True)
 
     def filterNot(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
         """A table of the entries for which ``predicate(key, value)`` is false (Kafka ``KTable#filterNot``);
         same tombstone rules as ``filter``."""
-        return self._derived("KTABLE-FILTER-", named, materialized,
-                             lambda q: KTableFilterSupplier(self, predicate, True, q))
+        return self._derived("KTABLE-FILTER-", "filterNot", named, materialized,
+                             lambda q: KTableFilterSupplier(self, predicate, True, q), True)
 
     def mapValues(self, mapper: Callable, named=None, materialized: Materialized | None = None) -> "KTable":
         """Same keys, values ``mapper(value)`` (or ``mapper(key, value)`` for a two-argument mapper,
         Kafka's ``ValueMapperWithKey``); a tombstone stays a tombstone without calling the mapper;
         timestamps are unchanged (Kafka ``KTable#mapValues``)."""
         fn = mapper if arity(mapper) == 2 else (lambda k, v: mapper(v))
-        return self._derived("KTABLE-MAPVALUES-", named, materialized,
-                             lambda q: KTableMapValuesSupplier(self, fn, q))
+        return self._derived("KTABLE-MAPVALUES-", "mapValues", named, materialized,
+                             lambda q: KTableMapValuesSupplier(self, fn, q), False)
 
     # ------------------------------------------------------------------ grouping
     def groupBy(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> "KGroupedTable":
@@ -178,7 +198,7 @@ class KTable:
         """
         from ._kgrouped_table import KGroupedTable
 
-        grouped = grouped or Grouped()
+        grouped = check("KTable.groupBy", "grouped", GROUPED, grouped) or Grouped()
         name = self._builder._nameOrGenerate(grouped.name, "KTABLE-SELECT-")
         self._builder._topology.addProcessor(name, KTableRepartitionMapSupplier(self, selector), self._name)
         self._enableSendingOldValues(True)
@@ -214,14 +234,23 @@ class KTable:
                 leftOuter: bool, rightOuter: bool) -> "KTable":
         if not isinstance(other, KTable):
             raise TypeError("join/leftJoin/outerJoin take a KTable")
+        if callable(named):  # join(other, foreignKeyExtractor, joiner, ...)
+            raise TypeError("KTable join with a foreign-key extractor (join(other, foreignKeyExtractor, joiner)) "
+                            "is not supported by kspark yet")
+        named, materialized = bind("KTable.join", "join(other, joiner), join(other, joiner, Named), "
+                                   "join(other, joiner, Materialized), join(other, joiner, Named, Materialized)",
+                                   (NAMED, MATERIALIZED), (named, materialized))
         if other._builder is not self._builder:
             raise TopologyException("Both KTables must come from the same StreamsBuilder")
         if not callable(joiner):
             raise TypeError("joiner must be a callable (value, otherValue) -> result")
         builder, topology = self._builder, self._builder._topology
         storeName = None
+        keySerde, valueSerde = self._keySerde, None
         if materialized is not None:  # Kafka: new MaterializedInternal<>(materialized, builder, MERGE_NAME)
             storeName = materialized.storeName or builder._newStoreName("KTABLE-MERGE-")
+            materialized = materialized.withKeySerde(materialized.keySerde or self._keySerde)
+            keySerde, valueSerde = materialized.keySerde, materialized.valueSerde
         mergeName = builder._nameOrGenerate(nameOf(named), "KTABLE-MERGE-")
         topology._copartition(self._sourceTopics | other._sourceTopics)
         if leftOuter:
@@ -245,9 +274,6 @@ class KTable:
         topology.connectProcessorAndStateStores(thisName, *joinThis.view2.storeNames())
         topology.connectProcessorAndStateStores(otherName, *joinOther.view2.storeNames())
         if storeName is not None:
-            topology.addStateStore(
-                Stores.timestampedKeyValueStoreBuilder(Stores.persistentKeyValueStore(storeName),
-                                                       materialized.keySerde, materialized.valueSerde),
-                mergeName,
-            )
-        return KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName)
+            topology.addStateStore(keyValueStoreBuilder("KTable.join", materialized, storeName), mergeName)
+        return KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName,
+                      keySerde, valueSerde)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from typing import Any
 
 from .._duration import Duration, toMillis
@@ -8,7 +9,8 @@ from ..serialization import Serde, SerializationException
 
 _END_START = struct.Struct(">qq")  # SessionKeySchema suffix: 8-byte end, 8-byte start, big-endian
 
-__all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes"]
+__all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes",
+           "Windows"]
 
 
 class Window:
@@ -142,7 +144,44 @@ class Windowed:
     __repr__ = __str__
 
 
-class TimeWindows:
+class Windows(ABC):
+    """The windows of a time-windowed aggregation (Kafka ``Windows<W>``): subclass it for custom
+    windows and pass an instance to ``KGroupedStream.windowedBy``.
+
+    A subclass implements ``windowsFor(timestamp) -> {start: TimeWindow}`` (every window a
+    record at ``timestamp`` (ms) belongs to, by start), ``size()`` (ms: the window store's window
+    size; a windowed key's end is its start + ``size()``, as in Kafka's window store) and
+    ``gracePeriodMs()``. A window ``[start, end)`` accepts records until stream time passes ``end
+    + grace``; later records are dropped for it and counted. ``TimeWindows`` is the built-in one.
+
+    Examples
+    --------
+    >>> class EvenHours(Windows):  # one window per two hours, starting at even hours
+    ...     def windowsFor(self, timestamp):
+    ...         start = timestamp - timestamp % 7_200_000
+    ...         return {start: TimeWindow(start, start + 7_200_000)}
+    ...     def size(self):
+    ...         return 7_200_000
+    ...     def gracePeriodMs(self):
+    ...         return 0
+    >>> EvenHours().windowsFor(3_600_001)
+    {0: TimeWindow{startMs=0, endMs=7200000}}
+    """
+
+    @abstractmethod
+    def windowsFor(self, timestamp: int) -> dict[int, TimeWindow]:
+        """The windows containing ``timestamp`` (ms), by start."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """The window size in ms."""
+
+    @abstractmethod
+    def gracePeriodMs(self) -> int:
+        """How long (ms) after its end a window still accepts records."""
+
+
+class TimeWindows(Windows):
     """Fixed-size windows, tumbling or hopping, with a grace period (Kafka ``TimeWindows``).
 
     A record at ``t`` belongs to every window ``[start, start + size)`` with ``start`` a

@@ -81,6 +81,9 @@ class RecordQueue:
     """
 
     isGlobal = False  # a queue of a global topic-partition: picked in time order, no stream time
+    # a pattern source's queue (one for all matching topics, as Kafka's TopologyTestDriver has):
+    # offset -> the topic each record came from; None for a queue of one topic
+    recordTopics: dict | None = None
 
     def __init__(
         self,
@@ -102,11 +105,12 @@ class RecordQueue:
 
         self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
                                                      UsePartitionTimeOnInvalidTimestamp)
-        from ..serialization import (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde,
-                                     _StringSerde)
+        from ..serialization import (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde,
+                                     _LongSerde, _StringSerde, _UUIDSerde, _VoidSerde)
 
         # built-in deserializers: pure functions of the bytes (None for None), so pollAlone may try them first
-        pure = (_ByteArraySerde, _DoubleSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde)
+        pure = (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde,
+                _UUIDSerde, _VoidSerde)
         self._pollsAlone = self._builtInExtractor and type(keySerde) in pure and type(valueSerde) in pure
         self._metrics = metrics
         self._taskId = taskId
@@ -201,9 +205,10 @@ class RecordQueue:
             if not self._raw:
                 self._materialize(MATERIALIZE_ROWS)
             raw = self._raw.popleft()
+            topic = self.topic if self.recordTopics is None else self.recordTopics.pop(raw.offset, self.topic)
             try:
-                key = self._keySerde.deserialize(self.topic, raw.key)
-                value = self._valueSerde.deserialize(self.topic, raw.value)
+                key = self._keySerde.deserialize(topic, raw.key)
+                value = self._valueSerde.deserialize(topic, raw.value)
             except Exception as e:
                 if self.onDeserializationError(self, raw, e):
                     continue  # skipped and counted by the handler's CONTINUE
@@ -214,10 +219,10 @@ class RecordQueue:
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
             if raw.extracted is not None:
-                self.head = _tupleNew(StampedRecord, (raw.extracted, key, value, raw.headers, self.topic, self.partition, raw.offset))
+                self.head = _tupleNew(StampedRecord, (raw.extracted, key, value, raw.headers, topic, self.partition, raw.offset))
                 self._headRaw = raw
                 continue
-            consumerRecord = ConsumerRecord(self.topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
+            consumerRecord = ConsumerRecord(topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
             try:
                 ts = self._extractor.extract(consumerRecord, self.partitionTime)
             except StreamsException:
@@ -234,7 +239,7 @@ class RecordQueue:
                 )
                 self._metrics.recordDropped(self._taskId, self.sourceNodeName, "negative extracted timestamp")
                 continue
-            self.head = _tupleNew(StampedRecord, (ts, key, value, raw.headers, self.topic, self.partition, raw.offset))
+            self.head = _tupleNew(StampedRecord, (ts, key, value, raw.headers, topic, self.partition, raw.offset))
             self._headRaw = raw
 
 

@@ -23,7 +23,7 @@ from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
 
-__all__ = ["ProducedColumns", "ProducedRecord", "StreamTask", "encodeHeaders", "decodeHeaders"]
+__all__ = ["ProducedColumns", "ProducedRecord", "RecordContext", "StreamTask", "encodeHeaders", "decodeHeaders"]
 
 log = logging.getLogger("kspark.runtime")
 
@@ -207,19 +207,38 @@ class SinkWriter:
     """
 
     __slots__ = ("name", "topic", "keySerde", "valueSerde", "partitioner", "baseKey", "_numPartitions",
-                 "_n", "_produced", "_roundRobin")
+                 "_n", "_produced", "_roundRobin", "extractor", "_context")
 
-    def __init__(self, name: str, topic: str, keySerde, valueSerde, partitioner, numPartitions, produced: list) -> None:
+    def __init__(self, name: str, topic: str | None, keySerde, valueSerde, partitioner, numPartitions, produced: list,
+                 extractor=None, context=None) -> None:
         self.name, self.topic, self.keySerde, self.valueSerde = name, topic, keySerde, valueSerde
         self.partitioner = partitioner
+        # a TopicNameExtractor sink (topic None): extractor(key, value, RecordContext) per record
+        self.extractor, self._context = extractor, context
         # a windowed key serde hashes only the base key (Kafka WindowedStreamPartitioner, DP-1)
         self.baseKey = getattr(keySerde, "baseKeyBytes", None)
         self._numPartitions, self._n, self._produced, self._roundRobin = numPartitions, None, produced, count()
 
     def numPartitions(self) -> int:
         if self._n is None:  # looked up lazily: an internal topic's count is known at run time
-            self._n = self._numPartitions(self.topic)
+            try:
+                self._n = self._numPartitions(self.topic)
+            except KeyError:
+                raise StreamsException(f"Sink {self.name}: topic {self.topic} is unknown to this host "
+                                       "(a TopicNameExtractor must pick an existing topic)") from None
         return self._n
+
+    def writeExtracted(self, key, value, timestamp: int, headers: tuple) -> None:
+        """``write`` to the topic the ``TopicNameExtractor`` picks for this record (Kafka ``SinkNode``)."""
+        meta = self._context.metadata
+        topic = self.extractor(key, value, RecordContext(meta, timestamp, headers))
+        if not isinstance(topic, str):
+            raise StreamsException(f"TopicNameExtractor of sink {self.name} returned {topic!r}, not a topic name")
+        self.topic, self._n = topic, None
+        try:
+            self.write(key, value, timestamp, headers)
+        finally:
+            self.topic, self._n = None, None
 
     def write(self, key, value, timestamp: int, headers: tuple) -> None:
         topic = self.topic
@@ -241,6 +260,32 @@ class SinkWriter:
                 f"Partitioner of sink {self.name} returned partition {partition} for topic {topic} with {n} partitions"
             )
         self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+
+
+class RecordContext:
+    """What a ``TopicNameExtractor`` sees of the record being written (Kafka ``RecordContext``):
+    ``topic()``, ``partition()``, ``offset()`` of the input record (None/-1 in a punctuator),
+    ``timestamp()`` (ms) and ``headers()`` of the record written."""
+
+    __slots__ = ("_meta", "_timestamp", "_headers")
+
+    def __init__(self, meta: RecordMetadata | None, timestamp: int, headers: tuple) -> None:
+        self._meta, self._timestamp, self._headers = meta, timestamp, headers
+
+    def topic(self) -> str | None:
+        return None if self._meta is None else self._meta.topic
+
+    def partition(self) -> int:
+        return -1 if self._meta is None else self._meta.partition
+
+    def offset(self) -> int:
+        return -1 if self._meta is None else self._meta.offset
+
+    def timestamp(self) -> int:
+        return self._timestamp
+
+    def headers(self) -> tuple:
+        return self._headers
 
 
 class StreamTask:
@@ -327,6 +372,8 @@ class StreamTask:
                     )
                     q.sourceNode = node
                     q.onDeserializationError = self._onDeserializationError
+                    if spec.topicPattern is not None:  # one queue for every matching topic
+                        q.recordTopics, q._pollsAlone = {}, False
                     queues.append(q)
                     self.queueOf[physical] = q
             elif isinstance(spec, ProcessorNodeSpec):
@@ -340,7 +387,8 @@ class StreamTask:
                 self._processors.append((node, processor))
                 self.storesOf[spec.name] = set(spec.stores)
             else:
-                node.process = self._sinkCall(node, spec, topicName(spec.topic), numPartitions, defaultKey, defaultValue)
+                topic = None if spec.topic is None else topicName(spec.topic)
+                node.process = self._sinkCall(node, spec, topic, numPartitions, defaultKey, defaultValue)
             nodes[spec.name] = node
         for spec in subtopology.nodes:
             for parent in getattr(spec, "parents", []):
@@ -437,11 +485,11 @@ class StreamTask:
         self.produced.append(ProducedRecord(self._deadLetterTopic, partition, max(context.timestamp, 0),
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
-    def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str, numPartitions, defaultKey, defaultValue):
+    def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
         writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
                                         _serde(spec.valueSerde, defaultValue), spec.partitioner,
-                                        numPartitions, self.produced)
-        write = writer.write
+                                        numPartitions, self.produced, spec.topicExtractor, self.context)
+        write = writer.write if spec.topicExtractor is None else writer.writeExtracted
 
         def process(record: Record) -> None:
             node.processed += 1

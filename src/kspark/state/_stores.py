@@ -31,19 +31,44 @@ class ValueAndTimestamp(NamedTuple):
 
 
 class KeyValueIterator:
-    """Iterator of ``KeyValue`` pairs; ``close()`` (or ``with``) releases it (Kafka ``KeyValueIterator``)."""
+    """Iterator of ``KeyValue`` pairs (Kafka ``KeyValueIterator``): Python iteration, or Kafka's
+    ``hasNext()`` / ``next()`` / ``peekNextKey()``; ``close()`` (or ``with``) releases it.
 
-    def __init__(self, items: list) -> None:
-        self._it = iter(items)
+    Raises
+    ------
+    LookupError
+        From ``next()`` / ``peekNextKey()`` past the end (Kafka: ``NoSuchElementException``).
+    """
+
+    def __init__(self, items) -> None:
+        self._items = items if isinstance(items, list) else list(items)
+        self._i = 0
 
     def __iter__(self) -> "KeyValueIterator":
         return self
 
     def __next__(self):
-        return next(self._it)
+        i = self._i
+        if i >= len(self._items):
+            raise StopIteration
+        self._i = i + 1
+        return self._items[i]
+
+    def hasNext(self) -> bool:
+        return self._i < len(self._items)
+
+    def next(self):
+        if self._i >= len(self._items):
+            raise LookupError("no more entries in this iterator")
+        return self.__next__()
+
+    def peekNextKey(self):
+        if self._i >= len(self._items):
+            raise LookupError("no more entries in this iterator")
+        return self._items[self._i][0]
 
     def close(self) -> None:
-        self._it = iter(())
+        self._items, self._i = [], 0
 
     def __enter__(self) -> "KeyValueIterator":
         return self
@@ -52,8 +77,26 @@ class KeyValueIterator:
         self.close()
 
 
+class _Frozen(bytes):
+    """A mutable value as stored: its value serde's bytes (Kafka's stores hold bytes), so nothing a
+    processor forwarded or read can change what is stored. ``bytes`` so it pickles as it is."""
+
+    __slots__ = ()
+
+
+# values stored as they are: nobody can change them in place (a tuple may hold mutable values)
+_IMMUTABLE = frozenset({int, float, str, bool, bytes, type(None), complex, _Frozen})
+
+
 class _StoreBase:
-    """What every store of a task has: a name, serdes, open/closed, and keys as bytes."""
+    """What every store of a task has: a name, serdes, open/closed, and keys as bytes.
+
+    Values are not aliased (Kafka: a store holds serialized bytes): a value of an immutable type
+    (int, float, str, bool, bytes) is kept as it is; any other value is kept as its value serde's
+    bytes (``_freeze``) and every read deserializes a new object (``_thaw``). So mutating a value
+    after ``put``, or one returned by ``get``, never changes the store, and a value that its
+    serde cannot serialize fails at ``put``, as in Kafka. ``ValueAndTimestamp`` values are frozen inside.
+    """
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
         self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
@@ -71,6 +114,9 @@ class _StoreBase:
     def flush(self) -> None:
         pass
 
+    def init(self, context=None, root=None) -> None:
+        """Kafka ``StateStore#init``: a store built by a test (``MockProcessorContext``) needs nothing more."""
+
     def close(self) -> None:
         self._open = False
 
@@ -78,6 +124,27 @@ class _StoreBase:
         if key is None:
             raise TypeError(f"Null key is not allowed in store {self._name}")
         return self._keySerde.serialize(self._name, key)
+
+    def _freeze(self, value: Any) -> Any:
+        """``value`` as stored: itself if immutable, else its serialized bytes (also inside a ``ValueAndTimestamp``)."""
+        t = type(value)
+        if t in _IMMUTABLE:
+            return value
+        if t is ValueAndTimestamp:
+            inner = value[0]
+            if type(inner) in _IMMUTABLE:
+                return value
+            return ValueAndTimestamp(_Frozen(self._valueSerde.serialize(self._name, inner)), value[1])
+        return _Frozen(self._valueSerde.serialize(self._name, value))
+
+    def _thaw(self, stored: Any) -> Any:
+        """A new object for a stored value (the inverse of ``_freeze``)."""
+        t = type(stored)
+        if t is _Frozen:
+            return self._valueSerde.deserialize(self._name, stored)
+        if t is ValueAndTimestamp and type(stored[0]) is _Frozen:
+            return ValueAndTimestamp(self._valueSerde.deserialize(self._name, stored[0]), stored[1])
+        return stored
 
 
 class _TimeOrderedStoreBase(_StoreBase):
@@ -109,9 +176,9 @@ class KeyValueStore(_StoreBase):
     lexicographic order of the *serialized* key, as Kafka's byte-keyed stores do. A ``None`` key
     raises ``TypeError`` (Kafka: ``NullPointerException``).
 
-    Values are kept as Python objects (not copies): mutating a value after ``put`` changes the
-    stored value. On the Spark host a task's stores are saved to Spark's checkpointed state at
-    the end of every micro-batch.
+    Values are never aliased (see ``_StoreBase``): ``get`` returns a new object for a mutable
+    value. On the Spark host a task's stores are saved to Spark's checkpointed state at the end
+    of every micro-batch.
     """
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
@@ -132,14 +199,14 @@ class KeyValueStore(_StoreBase):
     # -- KeyValueStore
     def get(self, key: Any) -> Any:
         entry = self._data.get(self._keyBytes(key))
-        return None if entry is None else entry[1]
+        return None if entry is None else self._thaw(entry[1])
 
     def put(self, key: Any, value: Any) -> None:
         kb = self._keyBytes(key)
         if value is None:
             self._data.pop(kb, None)
         else:
-            self._data[kb] = (key, value)
+            self._data[kb] = (key, self._freeze(value))
 
     def putIfAbsent(self, key: Any, value: Any) -> Any:
         old = self.get(key)
@@ -153,7 +220,7 @@ class KeyValueStore(_StoreBase):
 
     def delete(self, key: Any) -> Any:
         entry = self._data.pop(self._keyBytes(key), None)
-        return None if entry is None else entry[1]
+        return None if entry is None else self._thaw(entry[1])
 
     def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
         """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end."""
@@ -168,8 +235,9 @@ class KeyValueStore(_StoreBase):
                 "lexicographically comparing the serialized bytes."
             )
             return KeyValueIterator([])
+        thaw = self._thaw
         items = [
-            KeyValue(k, v)
+            KeyValue(k, thaw(v))
             for kb, (k, v) in sorted(self._data.items())
             if (lo is None or kb >= lo) and (hi is None or kb <= hi)
         ]
@@ -198,6 +266,8 @@ class WindowStore(_TimeOrderedStoreBase):
     Iteration is by window start, then serialized key.
     """
 
+    timestamped = False  # built by Stores.timestampedWindowStoreBuilder: values are ValueAndTimestamp
+
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool,
                  retentionMs: int, windowSizeMs: int) -> None:
         super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
@@ -223,6 +293,9 @@ class WindowStore(_TimeOrderedStoreBase):
         if value is None:
             self._data.pop((windowStartTimestamp, kb), None)
         else:
+            t = type(value)  # _freeze's checks inline: a count's ValueAndTimestamp(int) is kept as it is
+            if t not in _IMMUTABLE and (t is not ValueAndTimestamp or type(value[0]) not in _IMMUTABLE):
+                value = self._freeze(value)
             self._data[(windowStartTimestamp, kb)] = (key, value)
         if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
             # keep the window starting exactly at observed - retention: the time-ordered read of
@@ -238,13 +311,17 @@ class WindowStore(_TimeOrderedStoreBase):
             return self._fetchBytes(kb, timeFrom)
         from ..keyvalue import KeyValue
 
-        return KeyValueIterator([KeyValue(start, v) for (start, k), (_, v) in sorted(self._data.items())
+        return KeyValueIterator([KeyValue(start, self._thaw(v)) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
 
     def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
         """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
         entry = self._data.get((windowStartTimestamp, kb))
-        return None if entry is None or not windowStartTimestamp > self._observed - self._retentionMs else entry[1]
+        if entry is None or not windowStartTimestamp > self._observed - self._retentionMs:
+            return None
+        value = entry[1]
+        t = type(value)
+        return self._thaw(value) if t is _Frozen or (t is ValueAndTimestamp and type(value[0]) is _Frozen) else value
 
     def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window starting in
@@ -264,7 +341,7 @@ class WindowStore(_TimeOrderedStoreBase):
 
         lower = max(timeFrom, oldest)
         return KeyValueIterator([
-            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), v)
+            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), self._thaw(v))
             for (start, _), (key, v) in sorted(self._data.items()) if lower <= start <= timeTo
         ])
 
@@ -274,7 +351,7 @@ class WindowStore(_TimeOrderedStoreBase):
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([
-            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), v)
+            KeyValue(Windowed(key, TimeWindow(start, start + self._windowSizeMs)), self._thaw(v))
             for (start, _), (key, v) in sorted(self._data.items()) if self._live(start)
         ])
 
@@ -414,6 +491,8 @@ class SessionStore(_TimeOrderedStoreBase):
             if self.droppedCounter is not None:
                 self.droppedCounter()
             return
+        if type(aggregate) not in _IMMUTABLE:
+            aggregate = self._freeze(aggregate)
         self._store(end, kb, start, key, aggregate)
         # segments wholly older than the retention bound go (an in-memory store's reads also hide
         # the expired sessions of the live segments)
@@ -431,10 +510,14 @@ class SessionStore(_TimeOrderedStoreBase):
         return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), aggregate)
                                  for end, start, key, aggregate in entries])
 
+    def _thawEntry(self, e: tuple) -> tuple:
+        """``(end, start, key, aggregate)`` with a new object for a frozen aggregate."""
+        return e if type(e[3]) is not _Frozen else (e[0], e[1], e[2], self._thaw(e[3]))
+
     def _ofKey(self, key: Any) -> list[tuple[int, int, Any, Any]]:
         """Live sessions of ``key`` in key lookup order."""
         lowest = self._minLiveEnd()
-        return [e for e in self._sessions.get(self._keyBytes(key), ()) if e[0] >= lowest]
+        return [self._thawEntry(e) for e in self._sessions.get(self._keyBytes(key), ()) if e[0] >= lowest]
 
     def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
         """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
@@ -452,8 +535,10 @@ class SessionStore(_TimeOrderedStoreBase):
             lowest = earliestSessionEndTime
         if len(sessions) == 1:
             e = sessions[0]
-            return [e] if e[0] >= lowest and e[1] <= latestSessionStartTime else []
-        return [e for e in sessions if e[0] >= lowest and e[1] <= latestSessionStartTime]
+            if e[0] >= lowest and e[1] <= latestSessionStartTime:
+                return [e if type(e[3]) is not _Frozen else self._thawEntry(e)]
+            return []
+        return [self._thawEntry(e) for e in sessions if e[0] >= lowest and e[1] <= latestSessionStartTime]
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
         """All keys' sessions whose end lies in ``[earliest, latest]`` (Kafka ``findSessions(long, long)``,
@@ -471,7 +556,7 @@ class SessionStore(_TimeOrderedStoreBase):
     def _entry(self, end: int, kb: bytes, start: int) -> tuple[int, int, Any, Any]:
         for e in self._sessions[kb]:
             if e[0] == end and e[1] == start:
-                return e
+                return self._thawEntry(e)
         raise KeyError((end, kb, start))
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
@@ -480,7 +565,7 @@ class SessionStore(_TimeOrderedStoreBase):
             return None
         for end, start, _, aggregate in self._sessions.get(self._keyBytes(key), ()):
             if end == sessionEndTime and start == sessionStartTime:
-                return aggregate
+                return self._thaw(aggregate)
         return None
 
     def fetch(self, key: Any) -> KeyValueIterator:
@@ -529,6 +614,7 @@ class StoreBuilder:
         self._valueSerde = valueSerde
         self._caching = False
         self._logging = True
+        self._timestampedWindows = False  # Stores.timestampedWindowStoreBuilder
 
     def name(self) -> str:
         return self._supplier.name
@@ -552,15 +638,25 @@ class StoreBuilder:
     def loggingEnabled(self) -> bool:
         return self._logging
 
-    def build(self, defaultKeySerde: Serde, defaultValueSerde: Serde) -> KeyValueStore | WindowStore | SessionStore:
+    def build(self, defaultKeySerde: Serde | None = None,
+              defaultValueSerde: Serde | None = None) -> KeyValueStore | WindowStore | SessionStore:
+        """A new store; serdes unset here and in the builder fall back to ``defaultKeySerde`` /
+        ``defaultValueSerde`` (the task's ``default.key.serde`` / ``default.value.serde``), else to
+        kspark's defaults (String keys, JSON values) for a store built by a test."""
+        if defaultKeySerde is None or defaultValueSerde is None:
+            from ..serialization import Serdes
+
+            defaultKeySerde, defaultValueSerde = defaultKeySerde or Serdes.String(), defaultValueSerde or Serdes.JSON()
         if isinstance(self._supplier, SessionBytesStoreSupplier):
             s = self._supplier
             return SessionStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
                                 s.persistent, s.retentionPeriod)
         if isinstance(self._supplier, WindowBytesStoreSupplier):
             s = self._supplier
-            return WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
-                               s.persistent, s.retentionPeriod, s.windowSize)
+            store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
+                                s.persistent, s.retentionPeriod, s.windowSize)
+            store.timestamped = self._timestampedWindows
+            return store
         cls = TimestampedKeyValueStore if self._supplier.timestamped else KeyValueStore
         return cls(
             self._supplier.name,
@@ -614,6 +710,15 @@ class Stores:
     def windowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
                            valueSerde: Serde | None = None) -> StoreBuilder:
         return StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+
+    @staticmethod
+    def timestampedWindowStoreBuilder(supplier: WindowBytesStoreSupplier, keySerde: Serde | None = None,
+                                      valueSerde: Serde | None = None) -> StoreBuilder:
+        """Builder of a window store whose values are ``ValueAndTimestamp`` (Kafka
+        ``Stores#timestampedWindowStoreBuilder``; the DSL's windowed aggregations use it)."""
+        builder = StoreBuilder(supplier, keySerde, valueSerde)  # type: ignore[arg-type]
+        builder._timestampedWindows = True
+        return builder
 
     @staticmethod
     def keyValueStoreBuilder(

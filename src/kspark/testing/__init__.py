@@ -3,5 +3,7 @@
 from ._driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
 from ._jvm import JvmArtifactsMissing
 from ._kafka_broker import KafkaBroker
+from ._mock_context import CapturedForward, CapturedPunctuator, MockProcessorContext
 
-__all__ = ["JvmArtifactsMissing", "KafkaBroker", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
+__all__ = ["CapturedForward", "CapturedPunctuator", "JvmArtifactsMissing", "KafkaBroker", "MockProcessorContext",
+           "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections import deque
 from datetime import datetime, timedelta, timezone
 from operator import countOf, itemgetter
@@ -13,10 +14,13 @@ from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import ProducedColumns, StreamTask
 from ..serialization import Serde
-from ..state import KeyValueIterator, SessionStore, TimestampedKeyValueStore, WindowStore
+from ..state import KeyValueStore, SessionStore, TimestampedKeyValueStore, WindowStore
+from ._store_views import PlainValueStore, SessionStoreView, WindowStoreView
 from ..topology import Subtopology, Topology
+from ..topology._topology import SinkNodeSpec
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()  # an argument not given
 
 __all__ = ["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
 
@@ -67,6 +71,7 @@ class TestInputTopic:
         self._keySerde, self._valueSerde = keySerde, valueSerde
         self._currentTime = startTimestampMs
         self._advance = autoAdvanceMs
+        self._valueHoldsInts: bool | None = None
 
     def advanceTime(self, advance: int | timedelta) -> None:
         ms = toMillis(advance, "advance")
@@ -74,18 +79,32 @@ class TestInputTopic:
             raise ValueError("advance must be positive")
         self._currentTime += ms
 
-    def pipeInput(self, key: Any = None, value: Any = None, timestamp: int | datetime | None = None,
+    def pipeInput(self, key: Any = _UNSET, value: Any = _UNSET, timestamp: int | datetime | None = None,
                   headers: tuple = ()) -> None:
-        """Pipe one record; ``timestamp`` is ms (int, must be >= 0) or an aware ``datetime``
-        (may be before the epoch, to test invalid timestamps); ``None`` uses the topic's
-        current time, then advances it by ``autoAdvance``.
+        """Pipe one record (Kafka ``TestInputTopic#pipeInput``), in Kafka's forms:
+
+        - ``pipeInput(record)``: a ``TestRecord``;
+        - ``pipeInput(value)``: a null key;
+        - ``pipeInput(key, value)``;
+        - ``pipeInput(value, timestamp)`` with ``timestamp`` a ``datetime`` (Kafka's ``Instant``),
+          or an int when this topic's value serde cannot hold an int (String, ByteArray: Kafka's
+          ``pipeInput(V value, long timestampMs)``, which Java tells apart by V's type); with a
+          value serde that holds ints (JSON, Long, ...) two positional arguments are key and value:
+          use ``timestamp=`` then;
+        - ``pipeInput(key, value, timestamp)``; ``headers=`` adds headers.
+
+        ``timestamp`` is ms (int, must be >= 0) or an aware ``datetime`` (may be before the
+        epoch, to test invalid timestamps); ``None`` uses the topic's current time, then
+        advances it by ``autoAdvance``.
 
         Raises
         ------
         ValueError
             If an int ``timestamp`` is negative (Kafka: ``IllegalArgumentException``).
+        TypeError
+            If no record or value is given, or ``timestamp`` is neither int nor datetime.
         """
-        if type(timestamp) is int and timestamp >= 0 and not headers and not isinstance(key, TestRecord):
+        if type(timestamp) is int and timestamp >= 0 and not headers and value is not _UNSET and type(key) is not TestRecord:
             topic = self._topic  # the common case of _serialized, without building its tuple
             self._driver._pipeRecord(topic, self._keySerde.serialize(topic, key),
                                      self._valueSerde.serialize(topic, value), timestamp, ())
@@ -96,6 +115,14 @@ class TestInputTopic:
         """``pipeInput``'s arguments as (key bytes, value bytes, timestamp ms, headers)."""
         if isinstance(key, TestRecord):
             key, value, timestamp, headers = key.key(), key.value(), key.timestamp(), key.headers()
+        elif value is _UNSET:  # pipeInput(value) or pipeInput(value=...)
+            if key is _UNSET:
+                raise TypeError("pipeInput() takes a TestRecord, a value, or a key and a value")
+            key, value = None, key
+        elif key is _UNSET:
+            key = None
+        elif timestamp is None and (isinstance(value, datetime) or (type(value) is int and not self._holdsInts())):
+            key, value, timestamp = None, key, value  # pipeInput(value, Instant | long timestampMs)
         if timestamp is None:
             ts = self._currentTime
             self._currentTime += self._advance
@@ -112,13 +139,44 @@ class TestInputTopic:
         return (self._keySerde.serialize(self._topic, key), self._valueSerde.serialize(self._topic, value), ts,
                 tuple(headers or ()))
 
-    def pipeValueList(self, values) -> None:
-        """``pipeInput(None, v)`` for each value, in order."""
-        self._pipeAll((None, v, None, ()) for v in values)
+    def _holdsInts(self) -> bool:
+        """Whether this topic's value serde serializes an int (then ``pipeInput(a, int)`` is key, value)."""
+        if self._valueHoldsInts is None:
+            try:
+                self._valueSerde.serialize(self._topic, 0)
+                self._valueHoldsInts = True
+            except Exception:
+                self._valueHoldsInts = False
+        return self._valueHoldsInts
 
-    def pipeKeyValueList(self, keyValues) -> None:
-        """``pipeInput(k, v)`` for each ``(k, v)`` pair (or ``KeyValue``), in order."""
-        self._pipeAll((k, v, None, ()) for k, v in keyValues)
+    def _timestamps(self, n: int, startTimestamp, advance) -> list:
+        """``n`` record times from ``startTimestamp`` (datetime or ms) every ``advance`` (timedelta
+        or ms), as Kafka's ``pipeValueList(values, Instant, Duration)``; all None without a start."""
+        if startTimestamp is None:
+            if advance is not None:
+                raise TypeError("advance needs a startTimestamp")
+            return [None] * n
+        if isinstance(startTimestamp, datetime):
+            if startTimestamp.tzinfo is None:
+                raise ValueError("startTimestamp datetime must be timezone-aware")
+            startTimestamp = (startTimestamp - _EPOCH) // timedelta(milliseconds=1)
+        step = toMillis(advance if advance is not None else 0, "advance")
+        return [startTimestamp + i * step for i in range(n)]
+
+    def pipeValueList(self, values, startTimestamp: int | datetime | None = None,
+                      advance: int | timedelta | None = None) -> None:
+        """``pipeInput(v)`` for each value, in order; with ``startTimestamp`` (and ``advance``) the
+        records are stamped ``start, start + advance, ...`` (Kafka ``pipeValueList(values, Instant,
+        Duration)``) without moving the topic's current time."""
+        values = list(values)
+        self._pipeAll((None, v, t, ()) for v, t in zip(values, self._timestamps(len(values), startTimestamp, advance)))
+
+    def pipeKeyValueList(self, keyValues, startTimestamp: int | datetime | None = None,
+                         advance: int | timedelta | None = None) -> None:
+        """``pipeInput(k, v)`` for each ``(k, v)`` pair (or ``KeyValue``), in order; ``startTimestamp``
+        and ``advance`` as in ``pipeValueList``."""
+        pairs = list(keyValues)
+        self._pipeAll((k, v, t, ()) for (k, v), t in zip(pairs, self._timestamps(len(pairs), startTimestamp, advance)))
 
     def pipeRecordList(self, records) -> None:
         """``pipeInput(record)`` for each ``TestRecord``, in order."""
@@ -136,7 +194,7 @@ class TestInputTopic:
             for a in arguments:
                 self.pipeInput(*a)
             return
-        queue = driver._task.queueOf[topic]
+        queue = driver._task.queueOf[topic]  # _processesQueueAtOnce: not a pattern source's queue
         keyOf, valueOf = queue._keySerde.deserialize, queue._valueSerde.deserialize
         pending: list = []  # (offset, timestamp, key, value, headers, extracted): RawRecord fields
 
@@ -212,26 +270,6 @@ class TestOutputTopic:
         return self.getQueueSize() == 0
 
 
-class _PlainValueStore:
-    """Read view of a timestamped store that returns plain values (Kafka TTD's facade)."""
-
-    def __init__(self, store: TimestampedKeyValueStore) -> None:
-        self._store = store
-
-    def name(self) -> str:
-        return self._store.name()
-
-    def get(self, key: Any) -> Any:
-        v = self._store.get(key)
-        return None if v is None else v.value
-
-    def all(self) -> KeyValueIterator:
-        return KeyValueIterator([KeyValue(k, v.value) for k, v in self._store.all()])
-
-    def approximateNumEntries(self) -> int:
-        return self._store.approximateNumEntries()
-
-
 class TopologyTestDriver:
     """Runs a topology in process, record by record, on the production task engine (Kafka ``TopologyTestDriver``).
 
@@ -284,7 +322,7 @@ class TopologyTestDriver:
                          autoAdvance: int | timedelta = 0) -> TestInputTopic:
         """An input topic; ``None`` serdes use ``default.key.serde``/``default.value.serde`` (or the
         source's serdes when the topic is read by exactly one source with its own serdes)."""
-        q = self._task.queueOf.get(topicName) or self._task.queueOf.get(globalQueueKey(topicName, 0))
+        q = self._queueOf(topicName) or self._task.queueOf.get(globalQueueKey(topicName, 0))
         if q is None:
             raise ValueError(f"Unknown topic: {topicName}")
         if isinstance(startTimestamp, datetime):
@@ -296,9 +334,11 @@ class TopologyTestDriver:
 
     def createOutputTopic(self, topicName: str, keyDeserializer: Serde | None = None,
                           valueDeserializer: Serde | None = None) -> TestOutputTopic:
-        """An output topic; ``None`` deserializers use the sink's serdes, else the defaults."""
-        sink = next((n for s in self._topology.subtopologies() for n in s.nodes
-                     if getattr(n, "topic", None) == topicName), None)
+        """An output topic; ``None`` deserializers use the serdes of the sink writing ``topicName``
+        (or of the only ``TopicNameExtractor`` sink), else the defaults."""
+        sinks = [n for s in self._topology.subtopologies() for n in s.nodes if isinstance(n, SinkNodeSpec)]
+        dynamic = [n for n in sinks if n.topic is None]
+        sink = next((n for n in sinks if n.topic == topicName), dynamic[0] if len(dynamic) == 1 else None)
         keySerde = keyDeserializer or (sink and sink.keySerde) or self._config.defaultKeySerde()
         valueSerde = valueDeserializer or (sink and sink.valueSerde) or self._config.defaultValueSerde()
         return TestOutputTopic(self, topicName, keySerde, valueSerde)
@@ -317,6 +357,10 @@ class TopologyTestDriver:
             return
         task = self._task
         fused = task._fastPath
+        if topic not in task.queueOf:  # a topic of a pattern source
+            self._enqueue(topic, key, value, timestamp, headers)
+            self._completeAllProcessableWork()
+            return
         if fused is not None and not task._streamTimeHeap and not task.commitCallbacks:
             # _completeAllProcessableWork's fused-loop case: the record, then what it wrote
             offset = self._offsets.get(topic, 0)
@@ -340,8 +384,9 @@ class TopologyTestDriver:
     def _processesQueueAtOnce(self, topic: str) -> bool:
         """Whether processing records of ``topic`` one by one (TTD-1) is processing them all at once."""
         task = self._task
-        return (topic not in self._globalTopics and task._fastPath is not None and not task._streamTimeHeap
-                and not task.commitCallbacks and task.queueOf[topic].extractsMetadataTimestamp())
+        return (topic not in self._globalTopics and topic in task.queueOf and task._fastPath is not None
+                and not task._streamTimeHeap and not task.commitCallbacks
+                and task.queueOf[topic].extractsMetadataTimestamp())
 
     def _processQueued(self, topic: str) -> None:
         """Process the records queued by ``TestInputTopic._pipeAll``; if one fails, what was written
@@ -355,10 +400,21 @@ class TopologyTestDriver:
             queue._raw.clear()
             raise
 
+    def _queueOf(self, topic: str):
+        """The task's queue of ``topic``: its own, or (Kafka TTD's ``getInputTopicOrPatternPartition``)
+        the queue of the first pattern source matching it; None if there is none."""
+        queue = self._task.queueOf.get(topic)
+        if queue is None:
+            queue = next((q for q in self._task.queueOf.values()
+                          if q.recordTopics is not None and re.fullmatch(q.topic, topic)), None)
+        return queue
+
     def _enqueue(self, topic, key, value, timestamp, headers) -> None:
-        offset = self._offsets.get(topic, 0)
-        self._offsets[topic] = offset + 1
-        queue = self._task.queueOf[topic]
+        queue = self._queueOf(topic)
+        offset = self._offsets.get(queue.topic, 0)  # a pattern's matching topics share its partition's offsets
+        self._offsets[queue.topic] = offset + 1
+        if queue.recordTopics is not None:
+            queue.recordTopics[offset] = topic
         # a built-in extractor returns a valid metadata timestamp as is (T-3): taken without a call
         extracted = timestamp if timestamp >= 0 and queue.extractsMetadataTimestamp() else None
         queue.addRawRecords((_tupleNew(RawRecord, (offset, timestamp, key, value, headers, extracted)),))
@@ -435,24 +491,41 @@ class TopologyTestDriver:
     def getStateStore(self, name: str) -> Any:
         return self._task.stores.get(name)
 
+    def _cacheOf(self, name: str):
+        caches = getattr(self._task, "recordCache", None)
+        return None if caches is None else caches.byStore.get(name)
+
     def getKeyValueStore(self, name: str) -> Any:
-        """The store ``name`` (a timestamped KTable store is shown with plain values), or None."""
+        """The key-value store ``name``, or None; a timestamped (KTable) store is shown with plain
+        values, as Kafka's driver does. Iterators have ``hasNext()``/``next()``/``close()``."""
         store = self._task.stores.get(name)
-        return _PlainValueStore(store) if isinstance(store, TimestampedKeyValueStore) else store
+        return PlainValueStore(store) if isinstance(store, TimestampedKeyValueStore) else (
+            store if isinstance(store, KeyValueStore) else None)
 
     def getTimestampedKeyValueStore(self, name: str) -> Any:
+        """The timestamped key-value store ``name`` (values are ``ValueAndTimestamp``), or None."""
         store = self._task.stores.get(name)
         return store if isinstance(store, TimestampedKeyValueStore) else None
 
     def getWindowStore(self, name: str) -> Any:
-        """The window store ``name`` (values are ``ValueAndTimestamp`` for DSL aggregations), or None."""
+        """The window store ``name`` with plain values (Kafka's ``WindowStoreFacade`` for a DSL
+        window aggregation's timestamped store), read through its record cache: a cached window
+        the store dropped past its retention is still shown (Kafka ``CachingWindowStore``); or None."""
         store = self._task.stores.get(name)
-        return store if isinstance(store, WindowStore) else None
+        return WindowStoreView(store, self._cacheOf(name), True) if isinstance(store, WindowStore) else None
+
+    def getTimestampedWindowStore(self, name: str) -> Any:
+        """As ``getWindowStore`` with ``ValueAndTimestamp`` values, for a timestamped window store; or None."""
+        store = self._task.stores.get(name)
+        ok = isinstance(store, WindowStore) and store.timestamped
+        return WindowStoreView(store, self._cacheOf(name), False) if ok else None
 
     def getSessionStore(self, name: str) -> Any:
-        """The session store ``name``, or None."""
+        """The session store ``name`` read through its record cache, as Kafka's ``CachingSessionStore``:
+        a session past the store's retention that the cache still holds is returned by
+        ``fetch``/``findSessions``/``fetchSession`` (rule ST-9); or None."""
         store = self._task.stores.get(name)
-        return store if isinstance(store, SessionStore) else None
+        return SessionStoreView(store, self._cacheOf(name)) if isinstance(store, SessionStore) else None
 
     def getAllStateStores(self) -> dict[str, Any]:
         return dict(self._task.stores)

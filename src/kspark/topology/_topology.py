@@ -23,6 +23,7 @@ class SourceNodeSpec:
     valueSerde: Serde | None = None
     timestampExtractor: TimestampExtractor | None = None
     isGlobal: bool = False  # the source of a global store (addGlobalStore / globalTable)
+    topicPattern: "re.Pattern | None" = None  # a pattern source: ``topics`` is [its pattern string]
 
 
 @dataclass
@@ -36,11 +37,12 @@ class ProcessorNodeSpec:
 @dataclass
 class SinkNodeSpec:
     name: str
-    topic: str
+    topic: str | None  # None for a sink whose topicExtractor picks the topic per record
     parents: list[str]
     keySerde: Serde | None = None
     valueSerde: Serde | None = None
     partitioner: StreamPartitioner | None = None
+    topicExtractor: Any = None  # Kafka TopicNameExtractor: extract(key, value, recordContext) -> topic
 
 
 NodeSpec = SourceNodeSpec | ProcessorNodeSpec | SinkNodeSpec
@@ -65,7 +67,8 @@ class Subtopology:
 
     @property
     def sinkTopics(self) -> list[str]:
-        return [n.topic for n in self.nodes if isinstance(n, SinkNodeSpec)]
+        """Topics of static sinks (a ``TopicNameExtractor`` sink's topics are known per record only)."""
+        return [n.topic for n in self.nodes if isinstance(n, SinkNodeSpec) and n.topic is not None]
 
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -75,6 +78,23 @@ class _NullKeyPolicy:
     """Whether a repartition filter drops null keys (rule RP-2); shared with its processors."""
 
     dropNullKeys = True
+
+
+def supplierGet(method: str, supplier) -> Callable[[], Any]:
+    """The ``get`` of a ``ProcessorSupplier``: ``supplier`` itself if it is a function or class,
+    its ``get`` method if it is a supplier object.
+
+    Raises
+    ------
+    TypeError
+        If ``supplier`` is neither.
+    """
+    get = supplier if callable(supplier) and not callable(getattr(supplier, "get", None)) else getattr(
+        supplier, "get", None)
+    if not callable(get):
+        raise TypeError(f"{method}(): the processor supplier must be a function (or class) taking no argument "
+                        f"that returns a new Processor, or an object with get(); got {type(supplier).__name__}")
+    return get
 
 
 class Topology:
@@ -97,51 +117,95 @@ class Topology:
     def addSource(
         self,
         name: str,
-        *topics: str,
+        *topics: "str | re.Pattern",
         keySerde: Serde | None = None,
         valueSerde: Serde | None = None,
         timestampExtractor: TimestampExtractor | None = None,
     ) -> "Topology":
-        """Add a source node reading ``topics`` (Kafka ``Topology#addSource``)."""
+        """Add a source node reading ``topics``, or every topic matching one ``re.Pattern``
+        (Kafka ``Topology#addSource``). A pattern source has one queue named by the pattern
+        string, as in Kafka's TopologyTestDriver; the Spark host needs its topics by name.
+
+        Raises
+        ------
+        TopologyException
+            For no topic, an illegal topic name, a topic already read by another source, or a
+            pattern matching one ("Pattern <p> will match a topic that has already been
+            registered by another source.").
+        """
         if not topics:
             raise TopologyException("You must provide at least one topic")
-        for topic in topics:
-            if not _LEGAL_TOPIC.match(topic):
+        pattern = None
+        if any(isinstance(t, re.Pattern) for t in topics):
+            if len(topics) != 1:
+                raise TopologyException("A source reads either topic names or one topic pattern")
+            pattern = topics[0]
+            for other in self._nodes.values():
+                if isinstance(other, SourceNodeSpec) and other.topicPattern is None and any(
+                        pattern.fullmatch(t) for t in other.topics):
+                    raise TopologyException(
+                        f"Pattern {pattern.pattern} will match a topic that has already been registered by another source.")
+            topics = (pattern.pattern,)
+        for topic in topics if pattern is None else ():
+            if not isinstance(topic, str) or not _LEGAL_TOPIC.match(topic):
                 raise TopologyException(f"Topic name \"{topic}\" is illegal")
             for other in self._nodes.values():
-                if isinstance(other, SourceNodeSpec) and topic in other.topics:
+                if isinstance(other, SourceNodeSpec) and (
+                        topic in other.topics if other.topicPattern is None else other.topicPattern.fullmatch(topic)):
                     raise TopologyException(f"Topic {topic} has already been registered by another source.")
-        self._addNode(SourceNodeSpec(name, list(topics), keySerde, valueSerde, timestampExtractor), [])
+        self._addNode(SourceNodeSpec(name, list(topics), keySerde, valueSerde, timestampExtractor,
+                                     topicPattern=pattern), [])
         return self
 
     def addProcessor(self, name: str, supplier: Callable[[], Any], *parentNames: str) -> "Topology":
-        """Add a processor; ``supplier()`` returns a new ``Processor`` per task (Kafka ``Topology#addProcessor``)."""
-        if not callable(supplier):
-            raise TypeError("processor supplier must be a callable taking no argument")
+        """Add a processor (Kafka ``Topology#addProcessor``). ``supplier`` returns a new
+        ``Processor`` per task: a function (or class) taking no argument, or an object with
+        ``get()``; if it also has ``stores()`` (Kafka ``ConnectedStoreProvider``), the
+        ``StoreBuilder``s it returns are added and connected to the processor."""
+        get = supplierGet("Topology.addProcessor", supplier)
         if not parentNames:
             raise TopologyException(f"Processor {name} must have at least one parent")
-        self._addNode(ProcessorNodeSpec(name, supplier, list(parentNames)), parentNames)
+        self._addNode(ProcessorNodeSpec(name, get, list(parentNames)), parentNames)
+        self._addSupplierStores(name, supplier)
         return self
+
+    def _addSupplierStores(self, processorName: str, supplier) -> list[str]:
+        """Kafka ``ConnectedStoreProvider``: add the ``StoreBuilder``s of ``supplier.stores()`` (if it
+        has that method) and connect them to ``processorName``; returns their names."""
+        stores = getattr(supplier, "stores", None) if not isinstance(supplier, type) else None
+        builders = list(stores() or ()) if callable(stores) else []
+        for builder in builders:
+            self.addStateStore(builder, processorName)
+        return [b.name() for b in builders]
 
     def addSink(
         self,
         name: str,
-        topic: str,
+        topic,
         *parentNames: str,
         keySerde: Serde | None = None,
         valueSerde: Serde | None = None,
         partitioner: StreamPartitioner | None = None,
     ) -> "Topology":
-        """Add a sink writing to ``topic`` (Kafka ``Topology#addSink``)."""
+        """Add a sink writing to ``topic``: a topic name, or a ``TopicNameExtractor`` (a function
+        ``(key, value, recordContext) -> topic`` or an object with that ``extract`` method) that
+        picks the topic per record (Kafka ``Topology#addSink``)."""
         if not parentNames:
             raise TopologyException(f"Sink {name} must have at least one parent")
-        self._addNode(SinkNodeSpec(name, topic, list(parentNames), keySerde, valueSerde, partitioner), parentNames)
+        extractor = None
+        if not isinstance(topic, str):
+            extractor = getattr(topic, "extract", topic)
+            if not callable(extractor):
+                raise TypeError(f"Sink {name}: topic must be a str or a TopicNameExtractor, got {type(topic).__name__}")
+            topic = None
+        self._addNode(SinkNodeSpec(name, topic, list(parentNames), keySerde, valueSerde, partitioner, extractor),
+                      parentNames)
         return self
 
     def addStateStore(self, storeBuilder: StoreBuilder, *processorNames: str) -> "Topology":
         """Add a store and connect it to ``processorNames`` (Kafka ``Topology#addStateStore``)."""
         name = storeBuilder.name()
-        if name in self._storeBuilders:
+        if name in self._storeBuilders and self._storeBuilders[name] is not storeBuilder:  # Kafka: isCompatibleWith
             raise TopologyException(f"A different StateStore has already been added with the name {name}")
         self._storeBuilders[name] = storeBuilder
         for processor in processorNames:
@@ -251,8 +315,12 @@ class Topology:
                 raise TopologyException(f"Topic {topic} has already been registered by another source.")
         target = self._nodes[nodeName]
         parents = list(target.parents)
+        from ..processor import FailOnInvalidTimestamp
+
+        # a repartition topic is read with the record timestamps written to it (Kafka:
+        # FailOnInvalidTimestamp), never with default.timestamp.extractor
         new = [ProcessorNodeSpec(filterName, filterSupplier, parents), SinkNodeSpec(sinkName, topic, [filterName]),
-               SourceNodeSpec(sourceName, [topic])]
+               SourceNodeSpec(sourceName, [topic], timestampExtractor=FailOnInvalidTimestamp())]
         for parent in parents:
             children = self._children[parent]
             children[children.index(nodeName)] = filterName
@@ -405,11 +473,16 @@ class TopologyDescription:
                 succ = ", ".join(successors[name]) or "none"
                 pred = ", ".join(predecessors[name]) or "none"
                 if isinstance(n, SourceNodeSpec):
-                    topics = ", ".join(javaHashOrder(n.topics, fromCollection=True))
-                    out.append(f"    Source: {name} (topics: [{topics}])\n      --> {succ}\n")
+                    # Kafka: a pattern source prints Pattern.toString(), without brackets
+                    topics = n.topics[0] if n.topicPattern is not None else (
+                        f"[{', '.join(javaHashOrder(n.topics, fromCollection=True))}]")
+                    out.append(f"    Source: {name} (topics: {topics})\n      --> {succ}\n")
                 elif isinstance(n, ProcessorNodeSpec):
                     stores = ", ".join(javaHashOrder(n.stores))
                     out.append(f"    Processor: {name} (stores: [{stores}])\n      --> {succ}\n      <-- {pred}\n")
+                elif n.topic is None:  # Kafka's Sink.toString for a TopicNameExtractor
+                    out.append(f"    Sink: {name} (extractor class: {_javaClassName(n.topicExtractor)})\n"
+                               f"      <-- {pred}\n")
                 else:
                     out.append(f"    Sink: {name} (topic: {n.topic})\n      <-- {pred}\n")
             out.append("\n")
@@ -417,3 +490,9 @@ class TopologyDescription:
 
     def __repr__(self) -> str:
         return str(self)
+
+
+def _javaClassName(extractor) -> str:
+    owner = getattr(extractor, "__self__", None)
+    target = type(owner) if owner is not None else extractor
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', type(target).__name__)}"

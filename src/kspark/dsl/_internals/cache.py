@@ -53,6 +53,8 @@ from bisect import bisect_left, insort
 from collections import OrderedDict
 from typing import Any
 
+from ...state._stores import _IMMUTABLE, _Frozen
+
 _NODE_OVERHEAD = 8 + 8 + 8 + 1 + 8 + 8 + 4   # LRUNode entry/previous/next, dirty flag, timestamp, offset, partition
 
 
@@ -63,6 +65,7 @@ class TaskCache:
         self.maxBytes = maxBytes
         self.sizeBytes = 0
         self.evictions = 0
+        self.byStore: dict[str, "RecordCache"] = {}  # store name -> its cache (read-through views)
 
     def maybeEvict(self, cache: "RecordCache") -> None:
         """``ThreadCache.maybeEvict``: evict from the cache just written until the task fits."""
@@ -83,10 +86,14 @@ def taskCache(context) -> TaskCache:
 
 
 class _Entry:
-    __slots__ = ("record", "existed", "dirty", "size")
+    """A cached update (Kafka ``LRUCacheEntry``): the record, whether the store held the key at the
+    last flush, dirty flag, size, and ``meta``: the record context (topic, partition, offset) it
+    was written in, which is the context downstream sees when it is flushed."""
 
-    def __init__(self, record, existed: bool, size: int) -> None:
-        self.record, self.existed, self.dirty, self.size = record, existed, True, size
+    __slots__ = ("record", "existed", "dirty", "size", "meta")
+
+    def __init__(self, record, existed: bool, size: int, meta=None) -> None:
+        self.record, self.existed, self.dirty, self.size, self.meta = record, existed, True, size, meta
 
 
 class RecordCache:
@@ -111,6 +118,8 @@ class RecordCache:
             context = processor.context()
             self.task = taskCache(context)
             self.store, self.schema = store, schema
+            if store is not None:
+                self.task.byStore[store.name()] = self
             if schema == "session":
                 state = context.nodeState()
                 saved = state.pop("sessionCache", None)
@@ -133,7 +142,7 @@ class RecordCache:
             n = keyLens[key] = len(self.store._keyBytes(key))
         return n
 
-    def _sizeOf(self, record) -> int:
+    def _sizeOf(self, record, meta) -> int:
         store = self.store
         key, newValue = record.key(), record.value().newValue
         if store is None:
@@ -145,9 +154,11 @@ class RecordCache:
                 keyLen = 8 + self._keyLen(key.key()) + (16 if self.schema == "session" else 12)
             valueLen = 0
             if newValue is not None:
-                valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
+                if type(newValue) is _Frozen:
+                    valueLen = len(newValue)
+                else:
+                    valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
-        meta = self.processor.context().recordMetadata()
         size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
         for hkey, hvalue in record.headers() or ():
             size += len(hkey) + (len(hvalue) if hvalue is not None else 0)
@@ -159,7 +170,12 @@ class RecordCache:
             self.processor.context().forward(record)
             return
         key = record.key()
-        size = self._sizeOf(record)
+        change = record.value()
+        if type(change.newValue) not in _IMMUTABLE and self.store is not None:
+            # Kafka's cache holds bytes: what is forwarded later cannot be changed in place meanwhile
+            record = record.withValue(type(change)(self.store._freeze(change.newValue), change.oldValue))
+        meta = self.processor.context().recordMetadata()
+        size = self._sizeOf(record, meta)
         old = self.entries.pop(key, None)
         if old is not None:
             self.sizeBytes -= old.size
@@ -170,7 +186,7 @@ class RecordCache:
                 if change.oldValue is not None or old.record.value().oldValue is not None:
                     # the old value is the one of the last flush (Kafka reads it from the underlying store)
                     record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
-        self.entries[key] = _Entry(record, existedInStore, size)
+        self.entries[key] = _Entry(record, existedInStore, size, meta)
         if self.schema == "session":  # the index holds the cached sessions with a value only
             if record.value().newValue is None:
                 self._unindex(key)
@@ -220,7 +236,7 @@ class RecordCache:
                     break
             else:
                 windowed = windows[(end, start)]
-                value = self.entries[windowed].record.value().newValue
+                value = self.store._thaw(self.entries[windowed].record.value().newValue)
                 if value is not None:
                     if extra is None:
                         extra = []
@@ -264,6 +280,18 @@ class RecordCache:
         self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes
 
+    def cachedValues(self, key=None) -> list:
+        """The cached entries with a value (a tombstone hides nothing the store still holds: the
+        store is written through), as ``(cache key, value, record timestamp)``; with ``key``, only
+        those whose (inner) key is ``key``. For read-through views of the store."""
+        out = []
+        for cacheKey, entry in self.entries.items():
+            inner = cacheKey if self.schema == "keyValue" else cacheKey.key()
+            value = self.store._thaw(entry.record.value().newValue)
+            if value is not None and (key is None or inner == key):
+                out.append((cacheKey, value, entry.record.timestamp()))
+        return out
+
     def touch(self, key) -> None:
         """A read of a cached key makes it the most recently used (``NamedCache.get``)."""
         if self.enabled and key in self.entries:
@@ -297,11 +325,20 @@ class RecordCache:
             if entry.record.value().newValue is None:
                 deleted.append(key)
         self.dirty = {}
-        forward = self.processor.context().forward
-        for entry in out:
-            if entry.record.value().newValue is None and not entry.existed:
-                continue   # created and removed between two flushes: the store never saw it
-            forward(entry.record)
+        context = self.processor.context()
+        current = context.metadata
+        try:
+            for entry in out:
+                if entry.record.value().newValue is None and not entry.existed:
+                    continue   # created and removed between two flushes: the store never saw it
+                # Kafka: context.setRecordContext(entry.context()) before forwarding a flushed entry
+                context.metadata = entry.meta
+                record, change = entry.record, entry.record.value()
+                if type(change.newValue) is _Frozen:  # a new object per flush, as Kafka deserializes
+                    record = record.withValue(type(change)(self.store._thaw(change.newValue), change.oldValue))
+                context.forward(record)
+        finally:
+            context.metadata = current
         for key in deleted:
             entry = self.entries.pop(key, None)
             if entry is not None:

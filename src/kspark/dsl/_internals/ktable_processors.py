@@ -24,7 +24,7 @@ from ...errors import StreamsException, TopologyException
 from ...processor import ContextualProcessor, Record
 from ...serialization import Serde
 from ...state import ValueAndTimestamp
-from .processors import Change, _dropped, _ForwardingCache
+from .processors import Change, _dropped, _ForwardingCache, oldValueToForward
 
 log = logging.getLogger("kspark.dsl")
 
@@ -445,7 +445,7 @@ class KTableAggregateProcessor(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.s.storeName)
-        self.cache = _ForwardingCache(self, self.s.caching and context.cachingEnabled())
+        self.cache = _ForwardingCache(self, self.s.caching and context.cachingEnabled(), self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         s, key, change = self.s, record.key(), record.value()
@@ -454,6 +454,7 @@ class KTableAggregateProcessor(ContextualProcessor):
             raise StreamsException(f"Record key for KTable {op} operator with state {s.storeName} should not be null.")
         old = self.store.get(key)
         oldAgg = _valueOrNull(old)
+        forwardedOld = oldValueToForward(self, key, oldAgg, s.sendOldValues)
         ts = record.timestamp()
         if change.oldValue is not None and oldAgg is not None:
             intermediate = s.subtractor(oldAgg, change.oldValue) if s.reduce else s.subtractor(key, change.oldValue, oldAgg)
@@ -474,8 +475,9 @@ class KTableAggregateProcessor(ContextualProcessor):
         else:
             newAgg = intermediate
         self.store.put(key, None if newAgg is None else ValueAndTimestamp(newAgg, ts))
-        out = Record(key, Change(newAgg, oldAgg if s.sendOldValues else None), ts, record.headers())
+        out = Record(key, Change(newAgg, forwardedOld if s.sendOldValues else None), ts, record.headers())
         self.cache.forward(out, old is not None)
+
 
 
 # ---------------------------------------------------------------------------- KTable-KTable join

@@ -9,6 +9,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...processor import ContextualProcessor, Record, RecordMetadata
 from ...state import ValueAndTimestamp
+from ...state._stores import _IMMUTABLE
 from .._windows import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
 from .session_count_batch import batchRunner, countAggregator, countInitializer, countMerger
@@ -195,6 +196,19 @@ class KStreamKTableJoin(ContextualProcessor):
             self.context().forward(record.withValue(joined))
 
 
+def oldValueToForward(processor, key, oldAgg, sendOldValues: bool):
+    """The old aggregate an aggregation forwards in ``Change(new, old)`` (None unless
+    ``sendOldValues``). Uncached, Kafka forwards the very object the aggregator was given, so an
+    aggregator that changes it in place changes the old value too; cached, Kafka's flush reads the
+    old value from the store's bytes, unchanged: for a mutable value that is a second read of the
+    store (kspark's store gives a new object per read)."""
+    if not sendOldValues:
+        return None
+    if oldAgg is None or type(oldAgg) in _IMMUTABLE or not processor.cache.enabled:
+        return oldAgg
+    return processor.store.get(key).value
+
+
 class KStreamAggregate(ContextualProcessor):
     """Non-windowed aggregation into a timestamped store (Kafka ``KStreamAggregate`` / ``KStreamReduce``).
 
@@ -225,11 +239,10 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
             timestamp, oldAgg = record.timestamp(), None
         else:
-            oldAgg = old.value
-            newAgg = self.aggregator(oldAgg, value) if self.reduce else self.aggregator(key, value, oldAgg)
+            oldAgg = oldValueToForward(self, key, old.value, self.sendOldValues)  # sendOldValues: set by the table's supplier
+            newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
-        oldAgg = oldAgg if self.sendOldValues else None  # set by the table's supplier when downstream asks
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
 
 
@@ -444,9 +457,19 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
 
 def _windowedFastPath(agg, task, source, node, queue, build):
-    """``build(agg, task, source, node, toStream, sinkNode, queue)`` when the windowed aggregation
-    ``agg`` (no emit-final, no cache) has ``toStream().to()`` (default partitioner) as its only
-    downstream, else None."""
+    """``build(agg, task, source, node, toStream, sinkNode, queue)`` when the fused loop provably
+    computes what the per-node path computes, else None. The conditions:
+
+    - the windows are exactly the built-in ``TimeWindows`` or ``SessionWindows`` (not a
+      subclass): the loops inline their window arithmetic (``TimeWindows.windowsFor``, the
+      session gap), which a custom ``Windows.windowsFor`` would not follow;
+    - no emit-final and no record cache (they forward at other times than on update);
+    - ``toStream().to(topic)`` with a static topic and the default partitioner is the only downstream.
+    """
+    from .._windows import SessionWindows, TimeWindows
+
+    if type(agg.windows) not in (TimeWindows, SessionWindows):
+        return None
     if agg.emitFinal or agg.cache.enabled or len(node.children) != 1:
         return None
     toStream = node.children[0]
@@ -454,7 +477,7 @@ def _windowedFastPath(agg, task, source, node, queue, build):
         return None
     sinkNode = toStream.children[0]
     sink = sinkNode.sink
-    if sink is None or sink.partitioner is not None:
+    if sink is None or sink.partitioner is not None or sink.extractor is not None:
         return None
     return build(agg, task, source, node, toStream, sinkNode, queue)
 
