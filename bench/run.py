@@ -57,6 +57,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+os.environ.setdefault("KSPARK_PROGRESS", "none")  # stdout stays one JSON object per benchmark
 
 import inputs  # noqa: E402
 

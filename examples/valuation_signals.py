@@ -192,6 +192,24 @@ def readSignals(topics) -> list[dict]:
     return sorted(out, key=lambda s: (s["timestamp"], s["code"]))
 
 
+def driverSignals(prices: list[dict], valuations: list[dict]) -> list[dict]:
+    """The signals of ``TopologyTestDriver`` when every record arrives in timestamp order (on
+    equal timestamps the company master first), as :func:`readSignals` lists them: the reference
+    a Spark run must equal."""
+    from kspark.testing import TopologyTestDriver
+
+    events = [(ts, "companies", k, v) for k, v, ts in companyRecords(valuations)]
+    events += [(epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
+    events += [(ts, "valuations", k, v) for k, v, ts in map(valuationRecord, valuations)]
+    events.sort(key=lambda e: e[0])
+    with TopologyTestDriver(buildTopology()) as d:
+        inputs = {t: d.createInputTopic(t) for t in ("prices", "valuations", "companies")}
+        for ts, topic, key, value in events:
+            inputs[topic].pipeInput(key, value, ts)
+        records = d.createOutputTopic("signals").readRecordsToList()
+    return sorted(({**r.value(), "timestamp": r.timestamp()} for r in records), key=lambda s: (s["timestamp"], s["code"]))
+
+
 # ---------------------------------------------------------------------- run
 def config(args) -> dict:
     props = {
@@ -213,15 +231,12 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N price rows")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--max-records-per-trigger", type=int, default=None)
+    parser.add_argument("--picture", type=Path, default=None,
+                        help="after the run, draw the topology with its counters (.png/.svg need Graphviz's dot)")
     args = parser.parse_args(argv)
-
-    import logging
 
     from kspark import KafkaStreams
     from kspark.topics import LocalTopics
-
-    logging.basicConfig(format="%(message)s")
-    logging.getLogger("kspark.progress").setLevel(logging.INFO)  # one line per micro-batch
 
     started = time.time()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -246,8 +261,10 @@ def main(argv=None) -> int:
     streams.start()
     streams.awaitTermination()
     runSeconds = time.time() - runStart
-    streams.close()
+    streams.close()  # kspark prints its summary: records per topic, drops by reason, wall time
     printSummary(topics, streams.metrics(), readSignals(topics), len(prices) + len(valuations), runSeconds)
+    if args.picture:
+        print(f"wrote {topology.describe().render(args.picture, streams.metrics())}")
     print(f"total wall time {time.time() - started:.1f} s")
     return 0
 
@@ -259,22 +276,17 @@ def nodeCount(metrics, node: str) -> int:
 def printSummary(topics, metrics, signals, inputRecords: int, runSeconds: float) -> None:
     import pandas as pd
 
-    read = {t: sum(topics.endOffsets(t).values()) for t in ("prices", "valuations", "companies")}
+    prices = sum(topics.endOffsets("prices").values())
     joined = nodeCount(metrics, "per-below-threshold")
     candidates = nodeCount(metrics, "once-per-company-per-day")
-    drops = {(m.tag("processor-node-id"), m.tag("reason")): int(v) for m, v in metrics.items()
-             if m.group == "kspark-dropped-records"}
-    print("== summary ==")
-    for t, n in read.items():
-        print(f"records read from {t:<11} {n:>9,}")
+    dropped = sum(int(v) for m, v in metrics.items() if m.group == "kspark-dropped-records")
+    print("== valuation signals ==")
     print(f"prices joined with a valuation  {joined:>9,}")
     print(f"PER below threshold (candidates){candidates:>9,}")
     print(f"signals emitted to 'signals'    {len(signals):>9,}")
-    print("records dropped and why:")
-    print(f"  no valuation in force for the code (inner join)  {read['prices'] - joined - sum(drops.values()):>7,}")
+    print("prices that gave no signal, and why (not dropped records: the job's logic):")
+    print(f"  no valuation in force for the code (inner join)  {prices - joined - dropped:>7,}")
     print(f"  already signalled that company that day (dedup)  {candidates - len(signals):>7,}")
-    for (node, reason), n in sorted(drops.items()):
-        print(f"  {reason} at {node}: {n:,}")
     print(f"Spark run: {runSeconds:.1f} s, {inputRecords / runSeconds:,.0f} input records/s (incl. startup)")
     if signals:
         cols = ["trade_date", "snapshot_ts", "code", "name", "close", "per_prev", "per_now", "per_drop_pct"]

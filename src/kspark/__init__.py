@@ -15,6 +15,7 @@ from .dsl import (
 from .errors import (
     ConfigException,
     DeserializationExceptionHandler,
+    InvalidStateStoreException,
     DeserializationHandlerResponse,
     ErrorHandlerContext,
     LogAndContinueExceptionHandler,
@@ -27,6 +28,7 @@ from .errors import (
     MissingSourceTopicException,
     TaskAssignmentException,
     TopologyException,
+    UnknownStateStoreException,
 )
 from .keyvalue import KeyValue
 from .processor import (
@@ -45,7 +47,9 @@ from .processor import (
     WallclockTimestampExtractor,
 )
 from .serialization import Serde, Serdes
-from .state import KeyValueStore, SessionStore, Stores, ValueAndTimestamp, WindowStore
+from .state import (
+    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp, WindowStore,
+)
 from .topology import Topology
 
 
@@ -62,7 +66,8 @@ __version__ = "0.1.0"
 __all__ = sorted(
     [
         "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable",
-        "DeserializationExceptionHandler", "EmitStrategy", "DeserializationHandlerResponse", "ErrorHandlerContext",
+        "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
+        "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",

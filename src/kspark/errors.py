@@ -7,9 +7,11 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigException",
+    "InvalidStateStoreException",
     "StreamsException",
     "TaskAssignmentException",
     "TopologyException",
+    "UnknownStateStoreException",
 ]
 
 
@@ -39,6 +41,14 @@ class MissingSourceTopicException(StreamsException):
 
 class TaskAssignmentException(StreamsException):
     """Partition counts of internal topics cannot be computed (Kafka ``TaskAssignmentException``)."""
+
+
+class InvalidStateStoreException(StreamsException):
+    """A store cannot be queried: not running, or not of the queried type (Kafka ``InvalidStateStoreException``)."""
+
+
+class UnknownStateStoreException(InvalidStateStoreException):
+    """No store of that name in the topology (Kafka ``UnknownStateStoreException``)."""
 
 
 class ConfigException(ValueError):

@@ -259,12 +259,10 @@ def test_progress_log_counts_records_from_the_source_offsets_not_chunk_rows():
     assert _recordsRead(json.loads(start), json.loads(end)) == 8
 
 
-def test_progress_listener_logs_each_batch_from_the_progress_json(spark, tmp_path, caplog):
+def test_progress_listener_prints_each_batch_from_the_progress_json(spark, tmp_path, capsys):
     """The listener's own Py4J bridge (one JSON document per event, not pyspark's field-by-field
-    conversion) still logs one line per micro-batch with the records read from the offsets."""
-    import logging
-    import time
-
+    conversion) prints one plain line per micro-batch when stdout is not a terminal, with the
+    records read from the offsets, then kspark's summary at close()."""
     from kspark import KafkaStreams, StreamsBuilder
 
     topics = LocalTopics(tmp_path / "topics")
@@ -274,20 +272,20 @@ def test_progress_listener_logs_each_batch_from_the_progress_json(spark, tmp_pat
                           (b"e", b"5", 1_004)], partitioner=lambda key, n: 0 if key < b"d" else 1)
     b = StreamsBuilder()
     b.stream("in").to("out")
-    caplog.set_level(logging.INFO, logger="kspark.progress")
     streams = KafkaStreams(b.build(), {"application.id": "progress", "kspark.topics.dir": str(tmp_path / "topics"),
                                        "state.dir": str(tmp_path / "state"),
                                        "kspark.max.records.per.trigger": 4}, spark=spark)
     streams.start()
     streams.awaitTermination()
-    lines = []
-    for _ in range(300):  # progress events reach listeners asynchronously
-        lines = [r.getMessage() for r in caplog.records if r.name == "kspark.progress"]
-        if len(lines) >= 2:
-            break
-        time.sleep(0.1)
-    streams.close()
-    assert [line.split(" in ")[0] for line in lines] == [
-        "progress-subtopology-0 batch 0: 4 records", "progress-subtopology-0 batch 1: 1 records"]
-    assert all(line.endswith(", 0 dropped") for line in lines)
+    streams.close()  # waits for the last batch's progress event
+    lines = capsys.readouterr().out.splitlines()
+    batches = [line for line in lines if " batch " in line]
+    assert [line.split(" in ")[0] for line in batches] == [
+        "progress sub-topology 0 batch 0: 4 records", "progress sub-topology 0 batch 1: 1 records"]
+    assert batches[0].endswith("), lag 1, 0 dropped, 0 punctuations")
+    assert batches[1].endswith("), lag 0, 0 dropped, 0 punctuations")
+    summary = lines[lines.index("== progress: summary =="):]
+    assert summary[2].split() == ["topic", "read", "written"]
+    assert summary[3].split() == ["in", "5", "-"] and summary[4].split() == ["out", "-", "5"]
+    assert summary[5:] == ["records dropped: 0", "punctuations: 0"]
     assert sum(topics.endOffsets("out").values()) == 5

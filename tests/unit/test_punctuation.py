@@ -73,6 +73,18 @@ def test_p2_p3_stream_time_fires_on_first_record_aligned_to_zero_with_current_st
         ]
 
 
+def test_punctuate_total_counts_each_punctuator_call_per_task():
+    """Kafka's task-level ``punctuate-total`` (TaskMetrics, "calls to punctuate"): the progress
+    view and summary show it."""
+    from kspark.runtime.metrics import MetricName
+
+    with driver(lambda: Punctuating(10, PunctuationType.STREAM_TIME)) as d:
+        i = d.createInputTopic("in")
+        for ts in (3, 9, 27, 30):  # fires at 3, 27, 30 (as in the test above)
+            i.pipeInput("k", ts, ts)
+        assert d.metrics()[MetricName("punctuate-total", "stream-task-metrics", (("task-id", "0_0"),))] == 3
+
+
 def test_p3_nothing_fires_before_the_first_record():
     with driver(lambda: Punctuating(10, PunctuationType.STREAM_TIME)) as d:
         d.advanceWallClockTime(1000)

@@ -18,7 +18,7 @@ from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, 
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
-from .metrics import NODE_GROUP, MetricName, Metrics
+from .metrics import NODE_GROUP, TASK_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
@@ -320,6 +320,7 @@ class StreamTask:
         self.taskId = taskId
         self.applicationId = config.get(StreamsConfig.APPLICATION_ID_CONFIG) or ""
         self.metrics = Metrics()
+        self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))
         self.produced: list[ProducedRecord] = []
         self.wallClockTime = 0
         self.context = _Context(self)
@@ -565,6 +566,7 @@ class StreamTask:
         return self._queues[PunctuationType.WALL_CLOCK_TIME].mayPunctuate(wallClockTime, self._punctuate)
 
     def _punctuate(self, sched: PunctuationSchedule, now: int) -> None:
+        self.metrics.counters[self._punctuateCounter] += 1  # Kafka's task-level punctuate-total
         context = self.context
         context.currentNode = sched.node
         context.metadata = None  # P-7: no record metadata while punctuating

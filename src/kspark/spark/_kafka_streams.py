@@ -89,6 +89,7 @@ class KafkaStreams:
         self._state = self.CREATED
         self._stop = threading.Event()
         self._listener = None
+        self._plans: list[dict] = []
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -106,11 +107,17 @@ class KafkaStreams:
         """
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
-        plans = self._plan()
-        from ._progress import ProgressListener
+        plans = self._plans = self._plan()
+        from ._progress import ProgressListener, RunProgress, progressMode
 
-        self._listener = ProgressListener(self._appId, self._stateDir / "metrics")
-        self._session().streams.addListener(self._listener)
+        self._listener = ProgressListener(RunProgress(self._appId, self._stateDir / "metrics", plans),
+                                          progressMode(self._config))
+        try:
+            self._session().streams.addListener(self._listener)
+        except BaseException:  # Spark did not start: end the live view without a summary
+            self._listener.finish(printSummary=False)
+            self._listener = None
+            raise
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
         if trigger == "availableNow":
@@ -141,15 +148,26 @@ class KafkaStreams:
 
     def close(self) -> None:
         """Stop all queries; state and topics stay, so a new ``KafkaStreams`` resumes where this stopped."""
+        from ._quiet import stoppingQueries
+
         self._stop.set()
-        for q in list(self._queries):
-            try:
-                q.stop()
-            except Exception:  # noqa: BLE001 - a query that already failed cannot stop
-                log.warning("query %s did not stop cleanly", q.name)
-        if self._thread is not None:
-            self._thread.join()
+        stopped: set[int] = set()
+        with stoppingQueries():  # the batch a stop interrupts is aborted: no ERROR lines for that
+            while True:  # availableNow: a query the run thread is starting right now is stopped too
+                for q in list(self._queries):
+                    if id(q) not in stopped:
+                        stopped.add(id(q))
+                        try:
+                            q.stop()
+                        except Exception:  # noqa: BLE001 - a query that already failed cannot stop
+                            log.warning("query %s did not stop cleanly", q.name)
+                if self._thread is None:
+                    break
+                self._thread.join(0.5)
+                if not self._thread.is_alive():
+                    break
         if self._listener is not None:
+            self._listener.close(self._queries)  # the live view stops, the run's summary is printed
             self._session().streams.removeListener(self._listener)
             self._listener = None
         if self._state == self.RUNNING:
@@ -178,32 +196,73 @@ class KafkaStreams:
         (``KeyValueStore``, ``WindowStore`` or ``SessionStore``).
 
         For inspection after or between runs; values of KTable stores are ``ValueAndTimestamp``.
+        While the application runs, ``store()`` gives Kafka's read-only views.
 
         Raises
         ------
         ValueError
             If no sub-topology of the topology has a store of that name.
         """
-        import pickle
+        from ._interactive import lastCommittedBatch, readCheckpointedStore, subtopologyOf
 
-        sub = next((s for s in self._topology.subtopologies() if storeName in s.stores), None)
-        if sub is None and storeName in self._topology.globalStoreNames():
-            # every task of every sub-topology holds a copy of a global store; read the tasks of
-            # the first sub-topology (their copies agree once they have caught up)
-            sub = next(iter(self._topology.subtopologies()), None)
+        sub = subtopologyOf(self._topology, storeName)
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
         builder = self._topology.storeBuilders()[storeName]
         store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
         path = self._stateDir / f"subtopology-{sub.id}"
-        if path.exists():
-            rows = (self._session().read.format("statestore").option("path", str(path))
-                    .option("stateVarName", "task").load().select("value.blob").collect())
-            for row in rows:
-                snapshot = pickle.loads(row.blob)["stores"].get(storeName)
-                if snapshot is not None:
-                    store.mergeSnapshot(snapshot)
-        return store
+        return readCheckpointedStore(self._session(), store, path, lastCommittedBatch(path))
+
+    def store(self, storeQueryParameters):
+        """A read-only view of a store while the application runs (Kafka ``KafkaStreams#store``).
+
+        ``store(StoreQueryParameters.fromNameAndType("counts", QueryableStoreTypes.keyValueStore()))``
+        returns a ``ReadOnlyKeyValueStore`` (``windowStore()``: ``ReadOnlyWindowStore``,
+        ``sessionStore()``: ``ReadOnlySessionStore``; the ``timestamped...`` types keep
+        ``ValueAndTimestamp`` values) over all tasks, or one task with ``withPartition(p)``.
+
+        Every read sees the store as of the last micro-batch its sub-topology committed: when a
+        newer batch has committed since the handle's previous read, the handle reads the tasks'
+        state again from the checkpoint (Spark's state data source: one batch job, about a second
+        locally), without stopping the queries. So a view lags processing by at most one
+        micro-batch in progress (trigger interval + batch duration); records read but not yet
+        processed by a task (waiting for another partition, ``max.task.idle.ms``) are not in it.
+        Unlike Kafka's, the view covers every task, not only those of this process.
+
+        Parameters
+        ----------
+        storeQueryParameters : StoreQueryParameters
+
+        Returns
+        -------
+        ReadOnlyKeyValueStore, ReadOnlyWindowStore or ReadOnlySessionStore
+
+        Raises
+        ------
+        UnknownStateStoreException
+            If the topology has no store of that name ("Cannot get state store <name> because no
+            such store is registered in the topology.").
+        InvalidStateStoreException
+            If the application is not running ("KafkaStreams is not running. State is <state>.";
+            Kafka raises ``IllegalStateException``; ``checkpointedStore`` reads a stopped one), or
+            the store is not of the queried type.
+        """
+        from ..errors import InvalidStateStoreException, UnknownStateStoreException
+        from ._interactive import CheckpointStoreProvider
+
+        name = storeQueryParameters.storeName()
+        if name not in self._topology.storeBuilders():
+            raise UnknownStateStoreException(
+                f"Cannot get state store {name} because no such store is registered in the topology.")
+        if self._state != self.RUNNING:
+            raise InvalidStateStoreException(f"KafkaStreams is not running. State is {self._state}.")
+        queryableType = storeQueryParameters.queryableStoreType()
+        store = self._topology.storeBuilders()[name].build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
+        if not queryableType.accepts(store):
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name} because the queryable store type [{queryableType!r}] does not accept "
+                f"the actual store type [{type(store).__name__}].")
+        return queryableType.create(CheckpointStoreProvider(self, name, storeQueryParameters.partition()))
 
     # ------------------------------------------------------------------ planning
     def _plan(self) -> list[dict]:
@@ -257,6 +316,7 @@ class KafkaStreams:
                 "sources": [physical[t] for t in sub.sourceTopics] + globalTopics,
                 "globalSources": globalTopics,
                 "shufflePartitions": shuffle,
+                "logLevel": logging.getLogger("kspark").getEffectiveLevel(),  # executors follow the driver
             })
         return plans
 

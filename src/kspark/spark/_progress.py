@@ -1,31 +1,366 @@
-"""One progress line per micro-batch of a kspark application (a ``StreamingQueryListener``)."""
+"""What a kspark run shows while it runs and when it ends: a live progress view in a terminal
+(rich), one plain line per micro-batch otherwise, and a summary at the end.
+
+Everything comes from Spark's query progress events (a ``StreamingQueryListener``) and the
+per-batch counter files the sink writes on the driver (``state.dir/<application.id>/metrics``):
+
+- records read per input topic-partition: the source's start and end offsets of each batch
+  (kspark-topics' ``{"<topic>/<partition>": next}``, or Spark's Kafka source's
+  ``{"<topic>": {"<partition>": next}}``); Spark's ``numInputRows`` counts chunk rows, not records;
+- lag per input partition: the source's latest offset (else the ``@logEnd`` the batch was
+  planned with) minus the batch's end offset;
+- records written per topic: ``process-total`` of the sink nodes; dropped records by node and
+  reason (``kspark-dropped-records``); punctuations (``punctuate-total``).
+
+``kspark.progress`` (else the ``KSPARK_PROGRESS`` environment variable) chooses the view:
+``auto`` (default: rich when stdout is a terminal, plain lines otherwise), ``rich``, ``plain``
+or ``none`` (no view and no summary).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+__all__ = ["PROGRESS_CONFIG", "ProgressListener", "RunProgress", "progressMode"]
+
 log = logging.getLogger("kspark.progress")
+
+PROGRESS_CONFIG = "kspark.progress"
+_MODES = ("auto", "rich", "plain", "none")
+_LATEST = "@logEnd"
+
+
+def progressMode(config) -> str:
+    """``kspark.progress`` of ``config`` (else ``$KSPARK_PROGRESS``, else ``auto``) resolved to
+    ``rich``, ``plain`` or ``none`` (``auto``: rich when stdout is a terminal). Read with a
+    default while the key is not a known one.
+
+    Raises
+    ------
+    ValueError
+        For a value other than auto, rich, plain or none.
+    """
+    try:
+        mode = config.get(PROGRESS_CONFIG)
+    except (KeyError, ValueError):  # ConfigException: not a known key yet
+        mode = None
+    mode = str(mode or os.environ.get("KSPARK_PROGRESS") or "auto").strip().lower()
+    if mode not in _MODES:
+        raise ValueError(f"Invalid value {mode!r} for configuration {PROGRESS_CONFIG}: expected one of {', '.join(_MODES)}")
+    if mode == "auto":
+        return "rich" if sys.stdout.isatty() else "plain"
+    return mode
+
+
+@dataclass
+class QueryStats:
+    """One sub-topology's query, as its progress events told it (this run only)."""
+
+    name: str
+    label: str
+    subtopology: int
+    state: str = "waiting"  # waiting | running | done | failed | stopped
+    batches: int = 0
+    records: int = 0
+    lastBatch: int | None = None
+    lastRecords: int = 0
+    lastSeconds: float = 0.0
+    lags: dict[tuple[str, int], int] = field(default_factory=dict)
+    read: Counter = field(default_factory=Counter)  # topic -> records read
+    written: Counter = field(default_factory=Counter)  # topic -> records written
+    dropped: Counter = field(default_factory=Counter)  # (node, reason) -> records
+    punctuations: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.lastRecords / self.lastSeconds if self.lastSeconds else 0.0
+
+
+class RunProgress:
+    """The model behind the views: per-query counters of the current run (thread-safe).
+
+    Parameters
+    ----------
+    applicationId : str
+    metricsDir : Path
+        ``state.dir/<application.id>/metrics``: one JSON file of counters per sub-topology and batch.
+    plans : list of dict
+        ``KafkaStreams._plan()``'s query plans: ``subtopology``, ``sources`` (physical topic
+        names), ``globalSources``, ``topicName`` (raw -> physical).
+    """
+
+    def __init__(self, applicationId: str, metricsDir: Path, plans: list[dict]) -> None:
+        from ..topology._topology import SinkNodeSpec
+
+        self.applicationId = applicationId
+        self._metricsDir = metricsDir
+        self._lock = threading.Lock()
+        self.queries: dict[str, QueryStats] = {}
+        self._sinkTopic: dict[str, str] = {}
+        self.globalTopics: set[str] = set()
+        self.sourceTopics: list[str] = []
+        self.sinkTopics: list[str] = []
+        for plan in plans:
+            sub = plan["subtopology"]
+            name = f"{applicationId}-subtopology-{sub.id}"
+            self.queries[name] = QueryStats(name, f"sub-topology {sub.id}", sub.id)
+            self.globalTopics.update(plan.get("globalSources", ()))
+            for topic in plan["sources"]:
+                if topic not in self.sourceTopics:
+                    self.sourceTopics.append(topic)
+            for node in sub.nodes:
+                if isinstance(node, SinkNodeSpec):
+                    topic = plan["topicName"].get(node.topic, node.topic)
+                    self._sinkTopic[node.name] = topic
+                    if topic not in self.sinkTopics:
+                        self.sinkTopics.append(topic)
+        self._names: dict[str, str] = {}  # query id -> name
+        self.startedAt = time.time()
+        self.endedAt: float | None = None
+        self._lastTermination: float | None = None
+
+    # -- events
+    def onStarted(self, queryId: str, name: str | None) -> None:
+        with self._lock:
+            if name in self.queries:
+                self._names[queryId] = name
+                self.queries[name].state = "running"
+
+    def onProgress(self, progress: dict) -> QueryStats | None:
+        """Add one ``StreamingQueryProgress`` (as parsed JSON); returns the query's stats, or
+        ``None`` for a query of another application (or a repeated batch)."""
+        stats = self.queries.get(progress.get("name") or "")
+        if stats is None:
+            return None
+        batchId = progress["batchId"]
+        counters = self._batchCounters(stats.subtopology, batchId)
+        with self._lock:
+            if stats.lastBatch is not None and batchId <= stats.lastBatch:
+                return None
+            stats.state = "running" if stats.state == "waiting" else stats.state
+            stats.lastBatch = batchId
+            stats.batches += 1
+            records = 0
+            for source in progress.get("sources", ()):
+                start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+                latest = _offsets(source.get("latestOffset"))
+                planned = _offsets(source.get("endOffset"), _LATEST)
+                for key, next_ in end.items():
+                    n = next_ - start.get(key, 0)
+                    stats.read[key[0]] += n
+                    records += n
+                    logEnd = latest.get(key, planned.get(key))
+                    if logEnd is not None:
+                        stats.lags[key] = max(0, logEnd - next_)
+            stats.records += records
+            stats.lastRecords = records
+            stats.lastSeconds = progress.get("batchDuration", 0) / 1000
+            for name, value in counters.items():
+                metric, group, *tags = name.split("|")
+                tag = dict(t.split("=", 1) for t in tags)
+                if group == "kspark-dropped-records":
+                    stats.dropped[(tag.get("processor-node-id", ""), tag.get("reason", ""))] += int(value)
+                elif metric == "punctuate-total":
+                    stats.punctuations += int(value)
+                elif metric == "process-total" and tag.get("processor-node-id") in self._sinkTopic:
+                    stats.written[self._sinkTopic[tag["processor-node-id"]]] += int(value)
+        return stats
+
+    def onTerminated(self, queryId: str, failed: bool) -> None:
+        with self._lock:
+            name = self._names.get(queryId)
+            if name is not None:
+                self.queries[name].state = "failed" if failed else "done"
+                self._lastTermination = time.time()
+
+    def _batchCounters(self, subtopology: int, batchId: int) -> dict[str, float]:
+        path = self._metricsDir / f"subtopology-{subtopology}" / f"{batchId:020d}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    # -- totals
+    def seenBatch(self, name: str) -> int | None:
+        stats = self.queries.get(name)
+        return None if stats is None else stats.lastBatch
+
+    def finish(self) -> None:
+        """The run is over: its wall time ends when its last query terminated (a run caught up
+        under ``availableNow``) or now (``close()`` of a continuous run)."""
+        with self._lock:
+            if self.endedAt is None:
+                allDone = all(s.state in ("done", "failed") for s in self.queries.values())
+                self.endedAt = self._lastTermination if allDone and self._lastTermination else time.time()
+            for stats in self.queries.values():
+                if stats.state == "running":
+                    stats.state = "stopped"
+
+    def wallSeconds(self) -> float:
+        return (self.endedAt or time.time()) - self.startedAt
+
+    def totals(self) -> dict[str, Any]:
+        """``read``/``written`` per topic (a global topic, read by every query, counted once),
+        ``dropped`` per (node, reason), ``punctuations``, ``batches``, ``records`` (input)."""
+        with self._lock:
+            read: Counter = Counter()
+            for stats in self.queries.values():
+                for topic, n in stats.read.items():
+                    if topic in self.globalTopics:
+                        read[topic] = max(read[topic], n)
+                    else:
+                        read[topic] += n
+            written: Counter = sum((s.written for s in self.queries.values()), Counter())
+            dropped: Counter = sum((s.dropped for s in self.queries.values()), Counter())
+            return {
+                "read": read, "written": written, "dropped": dropped,
+                "punctuations": sum(s.punctuations for s in self.queries.values()),
+                "batches": sum(s.batches for s in self.queries.values()),
+                "records": sum(read.values()),
+            }
+
+    # -- text
+    def batchLine(self, stats: QueryStats) -> str:
+        """The plain view's line for the last batch of ``stats``."""
+        dropped = sum(stats.dropped.values())
+        return (f"{self.applicationId} {stats.label} batch {stats.lastBatch}: {stats.lastRecords:,} records in "
+                f"{stats.lastSeconds:.1f} s ({stats.rate:,.0f} records/s), lag {sum(stats.lags.values()):,}, "
+                f"{dropped:,} dropped, {stats.punctuations:,} punctuations")
+
+    def summaryLines(self) -> list[str]:
+        """The run's summary: wall time, records per topic, drops by reason, punctuations."""
+        t = self.totals()
+        wall = self.wallSeconds()
+        lines = [f"== {self.applicationId}: summary ==",
+                 f"wall time {wall:.1f} s, {t['batches']:,} micro-batches, {t['records']:,} records read "
+                 f"({t['records'] / wall if wall else 0:,.0f} records/s)"]
+        # inputs, then topics the run both writes and reads (repartition), then outputs
+        topics = ([x for x in self.sourceTopics if x not in self.sinkTopics]
+                  + [x for x in self.sourceTopics if x in self.sinkTopics]
+                  + [x for x in self.sinkTopics if x not in self.sourceTopics])
+        width = max([len(x) + 9 for x in topics] + [5])
+        lines.append(f"{'topic':<{width}} {'read':>11} {'written':>11}")
+        for topic in topics:
+            label = topic + (" (global)" if topic in self.globalTopics else "")
+            r = f"{t['read'][topic]:,}" if topic in self.sourceTopics else "-"
+            w = f"{t['written'][topic]:,}" if topic in self.sinkTopics else "-"
+            lines.append(f"{label:<{width}} {r:>11} {w:>11}")
+        dropped = t["dropped"]
+        lines.append(f"records dropped: {sum(dropped.values()):,}")
+        for (node, reason), n in sorted(dropped.items()):
+            lines.append(f"  {reason} at {node}: {n:,}")
+        lines.append(f"punctuations: {t['punctuations']:,}")
+        return lines
+
+    def renderable(self):
+        """The live view (a rich renderable): one row per query, the lag of every input partition
+        per topic, then drops by reason and punctuations."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
+        with self._lock:
+            table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left")
+            for column, justify in (("query", "left"), ("state", "left"), ("batches", "right"), ("records", "right"),
+                                    ("records/s", "right"), ("last batch", "right"), ("lag", "right")):
+                table.add_column(column, justify=justify, no_wrap=True)
+            lags = Table.grid(padding=(0, 2))
+            for stats in self.queries.values():
+                table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
+                              f"{stats.records:,}", f"{stats.rate:,.0f}", f"{stats.lastSeconds:.1f} s" if stats.batches else "",
+                              f"{sum(stats.lags.values()):,}" if stats.lags else "")
+                for topic, text in _lagsPerTopic(stats.lags, f"{self.applicationId}-"):
+                    lags.add_row(Text(stats.label, style="dim"), topic, text)
+            dropped = sum((s.dropped for s in self.queries.values()), Counter())
+            punctuations = sum(s.punctuations for s in self.queries.values())
+        reasons = ", ".join(f"{reason} at {node}: {n:,}" for (node, reason), n in sorted(dropped.items()))
+        footer = Text(f"dropped {sum(dropped.values()):,}" + (f" ({reasons})" if reasons else "")
+                      + f" · punctuations {punctuations:,}")
+        parts = [table]
+        if lags.row_count:
+            parts += [Text("lag per input partition", style="bold"), lags]
+        return Group(*parts, footer)
+
+
+def _lagsPerTopic(lags: dict[tuple[str, int], int], internalPrefix: str) -> list[tuple[str, str]]:
+    """``(topic, lags in partition order)``; internal topics without the ``<application.id>-``
+    prefix; more than 8 partitions as total and max."""
+    topics: dict[str, list[int]] = {}
+    for (topic, _), lag in sorted(lags.items()):
+        topics.setdefault(topic.removeprefix(internalPrefix), []).append(lag)
+    return [(topic, " ".join(f"{lag:,}" for lag in values) if len(values) <= 8
+             else f"{len(values)} partitions: total {sum(values):,}, max {max(values):,}")
+            for topic, values in topics.items()]
+
+
+def _offsets(value, suffix: str = "") -> dict[tuple[str, int], int]:
+    """``{(topic, partition): offset}`` of a source offset (JSON text or parsed): kspark-topics'
+    flat ``"<topic>/<partition>"`` keys (with ``suffix``, e.g. ``@logEnd``, those keys instead)
+    or Spark Kafka source's ``{"<topic>": {"<partition>": offset}}``."""
+    try:
+        offsets = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    out: dict[tuple[str, int], int] = {}
+    if not isinstance(offsets, dict):
+        return out
+    for key, v in offsets.items():
+        if isinstance(v, dict) and not suffix:  # Spark's Kafka source
+            for p, o in v.items():
+                if isinstance(o, int) and str(p).lstrip("-").isdigit():
+                    out[(key, int(p))] = o
+            continue
+        if not isinstance(v, int) or "/" not in key:
+            continue
+        if suffix:
+            if not key.endswith(suffix):
+                continue
+            key = key[: -len(suffix)]
+        elif "@" in key:
+            continue
+        topic, _, partition = key.rpartition("/")
+        if partition.isdigit():
+            out[(topic, int(partition))] = v
+    return out
+
+
+def _recordsRead(start, end) -> int:
+    """Records a batch read, from the source's start and end offsets (JSON text or parsed)."""
+    starts = _offsets(start)
+    return sum(next_ - starts.get(key, 0) for key, next_ in _offsets(end).items())
 
 
 class ProgressListener(StreamingQueryListener):
-    """Logs, at INFO on ``kspark.progress``, for each batch of the application's queries:
-    records read, batch time, records/s, and the records the batch dropped (all reasons).
+    """Feeds a :class:`RunProgress` and its view (``rich``, ``plain`` or ``none``).
 
     Spark's Python listener bridge turns every progress event into Python objects field by
     field (dozens of Py4J round trips per event, several of them class-name lookups that scan
     every jar on the JVM's class path: ≈ 15 % of the JVM's samples in the P1 benchmark). This
     listener registers its own bridge object instead, which reads an event's progress as one
-    JSON string (``StreamingQueryProgress.json()``), and does nothing else unless
-    ``kspark.progress`` logs at INFO.
+    JSON string (``StreamingQueryProgress.json()``).
     """
 
-    def __init__(self, applicationId: str, metricsDir: Path) -> None:
-        self._prefix = f"{applicationId}-subtopology-"
-        self._metricsDir = metricsDir
+    def __init__(self, progress: RunProgress, mode: str = "none") -> None:
+        self.progress = progress
+        self.mode = mode
+        self._live = None
+        if mode == "rich":
+            from rich.live import Live
+
+            self._live = Live(get_renderable=progress.renderable, refresh_per_second=2, transient=False)
+            self._live.start()
 
     @property
     def _jlistener(self):  # what StreamingQueryManager.addListener/removeListener register
@@ -36,35 +371,66 @@ class ProgressListener(StreamingQueryListener):
         return self._jlistenerobj
 
     def onQueryStarted(self, event) -> None:
-        pass
+        self.progress.onStarted(str(event.id), event.name)
 
     def onQueryProgress(self, event) -> None:
         """``event``: pyspark's ``QueryProgressEvent`` (when registered some other way)."""
-        self._logProgress(json.loads(event.progress.json))
+        self._onProgress(json.loads(event.progress.json))
 
-    def _logProgress(self, progress: dict) -> None:
-        name = progress.get("name") or ""
-        if not name.startswith(self._prefix):
-            return
-        sub = name[len(self._prefix):]
-        batchId = progress["batchId"]
-        path = self._metricsDir / f"subtopology-{sub}" / f"{batchId:020d}.json"
-        dropped = 0
-        if path.exists():
-            counters = json.loads(path.read_text())
-            dropped = int(sum(v for k, v in counters.items() if k.startswith("dropped-records-total|stream-task-metrics")))
-        seconds = progress.get("batchDuration", 0) / 1000
-        records = sum(_recordsRead(s.get("startOffset"), s.get("endOffset")) for s in progress.get("sources", ()))
-        rate = records / seconds if seconds else 0.0
-        log.info("%s batch %d: %d records in %.1f s (%.0f records/s), %d dropped",
-                 name, batchId, records, seconds, rate, dropped)
+    def _onProgress(self, progress: dict) -> None:
+        stats = self.progress.onProgress(progress)
+        if stats is not None and self.mode == "plain":
+            print(self.progress.batchLine(stats), flush=True)
 
     def onQueryIdle(self, event) -> None:
         pass
 
     def onQueryTerminated(self, event) -> None:
-        if event.exception:
-            log.error("query %s failed: %s", event.id, event.exception)
+        self.progress.onTerminated(str(event.id), event.exception is not None)
+
+    def waitFor(self, lastBatches: dict[str, int], timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` s) until the events of batches ``{query name: batch id}``
+        have arrived: Spark delivers them to listeners asynchronously."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all((self.progress.seenBatch(n) if self.progress.seenBatch(n) is not None else -1) >= b
+                   for n, b in lastBatches.items()):
+                return
+            time.sleep(0.05)
+
+    def close(self, queries: list) -> None:
+        """After the queries stopped: wait for their last progress events, stop the live view,
+        print the summary."""
+        last = {}
+        for q in queries:
+            try:
+                p = q.lastProgress
+            except Exception:  # noqa: BLE001 - a query that failed to start has no progress
+                p = None
+            if p is not None:
+                last[q.name] = p.batchId
+        self.waitFor(last)
+        self.finish()
+
+    def finish(self, printSummary: bool = True) -> None:
+        """Stop the live view and print the summary (unless the mode is ``none``)."""
+        self.progress.finish()
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+        if self.mode == "none" or not printSummary:
+            return
+        lines = self.progress.summaryLines()
+        if self.mode == "rich":
+            from rich.console import Console
+
+            console = Console()
+            console.print(lines[0], style="bold", markup=False, highlight=False)
+            for line in lines[1:]:
+                console.print(line, markup=False, highlight=False)
+        else:
+            print("\n".join(lines), flush=True)
 
 
 class _JsonBridge:
@@ -75,11 +441,10 @@ class _JsonBridge:
         self._listener = listener
 
     def onQueryStarted(self, jevent) -> None:
-        pass
+        self._listener.progress.onStarted(jevent.id().toString(), jevent.name())
 
     def onQueryProgress(self, jevent) -> None:
-        if log.isEnabledFor(logging.INFO):
-            self._listener._logProgress(json.loads(jevent.progress().json()))
+        self._listener._onProgress(json.loads(jevent.progress().json()))
 
     def onQueryIdle(self, jevent) -> None:
         pass
@@ -88,21 +453,7 @@ class _JsonBridge:
         exception = jevent.exception()
         if exception.isDefined():
             log.error("query %s failed: %s", jevent.id().toString(), exception.get())
+        self._listener.progress.onTerminated(jevent.id().toString(), exception.isDefined())
 
     class Java:
         implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
-
-
-def _recordsRead(start, end) -> int:
-    """Records a batch read, from the kspark-topics offsets (``{"<topic>/<partition>": next, ...}``,
-    as JSON text or already parsed): Spark's ``numInputRows`` counts the source's chunk rows,
-    not records."""
-    try:
-        startOffsets = (json.loads(start) if isinstance(start, str) else start) or {}
-        endOffsets = (json.loads(end) if isinstance(end, str) else end) or {}
-    except (TypeError, ValueError):
-        return 0
-    if not isinstance(endOffsets, dict) or not isinstance(startOffsets, dict):
-        return 0
-    return sum(next - startOffsets.get(key, 0) for key, next in endOffsets.items()
-               if "@" not in key and isinstance(next, int))

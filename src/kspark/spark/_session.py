@@ -12,6 +12,7 @@ import zipfile
 
 from ..config import StreamsConfig
 from ..errors import ConfigException
+from . import _quiet
 
 
 def getOrCreateSession(config: StreamsConfig):
@@ -23,6 +24,10 @@ def getOrCreateSession(config: StreamsConfig):
 
     Python workers use this interpreter (``PYSPARK_PYTHON`` unless set to another one), so they
     see the same packages; state uses the RocksDB provider with changelog checkpointing.
+
+    Quiet by default (:mod:`kspark.spark._quiet`): kspark starts the driver JVM itself to filter
+    its stderr, with kspark's ``log4j2.properties`` (Spark at WARN, no banner); verbose mode
+    (``kspark`` logger at DEBUG) sets Spark's log level to INFO and shows every JVM line.
 
     The JVM runs with ``-XX:TieredStopAtLevel=1`` (C1 JIT only) unless
     ``spark.driver.extraJavaOptions`` is given: records cross the JVM in a few Arrow chunks per
@@ -58,13 +63,17 @@ def getOrCreateSession(config: StreamsConfig):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
     )
     for key, value in config.sparkConfs().items():
         builder = builder.config(key, value)
+    builder = builder.config("spark.driver.extraJavaOptions",
+                             _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions")))
+    verbose = _quiet.isVerbose(config)
+    _quiet.setVerbose(verbose)
+    _quiet.launchGateway(dict(builder._options), config.get(StreamsConfig.SPARK_MASTER_CONFIG))
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("INFO" if verbose else "WARN")
     return session
 
 

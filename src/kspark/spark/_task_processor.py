@@ -26,6 +26,7 @@ from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..topics import READ_SCHEMA, RECORD_SCHEMA
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
+from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
 # lag, end); output rows go straight to the kspark-topics sink, also as chunks.
@@ -50,6 +51,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         self.plan = plan
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        followDriverLogLevel(self.plan.get("logLevel"))
         self.state = handle.getValueState("task", _STATE_SCHEMA)
         # The blob's version alone: a worker whose cached task is current skips reading the blob
         # (Spark's state server pickles a value byte by byte on the way back to Python).

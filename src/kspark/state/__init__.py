@@ -1,4 +1,7 @@
 """State stores (Kafka ``org.apache.kafka.streams.state``)."""
 
+from . import _queryable, _stores
+from ._queryable import *  # noqa: F403
 from ._stores import *  # noqa: F403
-from ._stores import __all__  # noqa: F401
+
+__all__ = _stores.__all__ + _queryable.__all__

@@ -450,6 +450,27 @@ class TopologyDescription:
     def subtopologies(self) -> list[Subtopology]:
         return self._topology.subtopologies()
 
+    def toDot(self, metrics=None) -> str:
+        """This description as Graphviz DOT text (kspark's addition; see ``kspark.topology._dot``):
+        sub-topologies as clusters, topics, stores, and with ``metrics`` (a run's counters, as
+        ``KafkaStreams.metrics()`` returns them) the records processed and dropped per node."""
+        from ._dot import topologyDot
+
+        return topologyDot(self._topology, metrics).source
+
+    def render(self, path, metrics=None):
+        """Write this description's picture to ``path`` (``.dot``, or ``.svg``/``.png``/... drawn by
+        Graphviz's ``dot`` program, with the ``.dot`` text beside it); returns ``path`` as a ``Path``.
+
+        Raises
+        ------
+        RuntimeError
+            If a picture is asked for and the ``dot`` program is not installed (the ``.dot`` is written).
+        """
+        from ._dot import renderTopology
+
+        return renderTopology(self._topology, path, metrics)
+
     def __str__(self) -> str:
         from ._describe import describeSubtopologyNodes, javaHashOrder
 

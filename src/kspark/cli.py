@@ -1,0 +1,208 @@
+"""``kspark run module:function --config app.properties``: run an application on Spark.
+
+``function`` (in an importable module, or a ``path/to/file.py``) returns a ``Topology`` (a
+``StreamsBuilder`` is built); it is called without arguments, or with the properties as a dict
+if it requires one argument. The properties file is Kafka's format (``key=value``,
+``key: value`` or ``key value``; ``#``/``!`` comments; ``\\`` continues a line) and holds the
+``KafkaStreams`` config: ``application.id``, ``state.dir``, ``kspark.*``, ``spark.*``... as
+strings, which ``StreamsConfig`` parses as Kafka does (numbers, booleans, class names).
+
+The run shows kspark's progress view and ends with its summary. Ctrl-C stops the queries
+cleanly (exit status 130): the checkpoint in ``state.dir`` stays intact and the same command
+resumes where the run stopped. ``--describe`` prints ``Topology.describe()``, ``--describe
+FILE`` writes its picture (``.dot``, ``.svg``, ``.png``) instead of running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["loadTopology", "main", "readProperties"]
+
+# keys read by kspark's Spark host; applied here so that a properties file may set them
+_PROGRESS, _VERBOSE = "kspark.progress", "kspark.verbose"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def readProperties(path) -> dict[str, str]:
+    """Read a Java/Kafka ``.properties`` file into ``{key: value}`` (strings).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in lines:
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the line continues
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _splitProperty(logical)
+        props[key] = value
+        logical = ""
+    if logical:
+        key, value = _splitProperty(logical)
+        props[key] = value
+    return props
+
+
+def _splitProperty(line: str) -> tuple[str, str]:
+    i, n = 0, len(line)
+    while i < n and line[i] not in "=: \t\f":
+        i += 2 if line[i] == "\\" else 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(rest)
+
+
+def _unescape(text: str) -> str:
+    def one(m: re.Match) -> str:
+        c = m.group(1)
+        if c.startswith("u"):
+            return chr(int(c[1:], 16))
+        return _ESCAPES.get(c, c)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
+
+
+def loadTopology(target: str, props: dict[str, Any]):
+    """Import ``module:function`` (or ``file.py:function``) and call it: the application's ``Topology``.
+
+    Raises
+    ------
+    SystemExit
+        If the target is malformed, cannot be imported, or does not give a Topology.
+    """
+    from .dsl import StreamsBuilder
+    from .topology import Topology
+
+    modulePart, sep, function = target.rpartition(":")
+    if not sep or not modulePart or not function:
+        raise SystemExit(f"kspark run: expected module:function or path/to/file.py:function, got {target!r}")
+    if modulePart.endswith(".py") or os.sep in modulePart:
+        path = Path(modulePart).resolve()
+        if not path.exists():
+            raise SystemExit(f"kspark run: no such file: {path}")
+        sys.path.insert(0, str(path.parent))  # its sibling modules import as they would from `python file.py`
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+    else:
+        sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(modulePart)
+    factory = getattr(module, function, None)
+    if not callable(factory):
+        raise SystemExit(f"kspark run: {modulePart} has no function {function!r}")
+    required = [p for p in inspect.signature(factory).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    topology = factory(dict(props)) if required else factory()
+    if isinstance(topology, StreamsBuilder):
+        topology = topology.build()
+    if not isinstance(topology, Topology):
+        raise SystemExit(f"kspark run: {target} returned {type(topology).__name__}, not a Topology")
+    return topology
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kspark", description="Run a kspark application on Spark.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run module:function's topology", description=__doc__.split("\n\n")[0])
+    run.add_argument("target", metavar="module:function", help="a function returning the Topology")
+    run.add_argument("--config", "-c", metavar="app.properties", help="Kafka-style properties file")
+    run.add_argument("--describe", nargs="?", const="-", metavar="FILE",
+                     help="print the topology (or write its picture: .dot, .svg, .png) and exit")
+    run.add_argument("--picture", metavar="FILE", help="after the run, write the topology's picture with the run's counters")
+    run.add_argument("--progress", choices=("auto", "rich", "plain", "none"), help="progress view (default: auto)")
+    run.add_argument("-v", "--verbose", action="store_true", help="show Spark's INFO logs and everything the JVM prints")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    props = readProperties(args.config) if args.config else {}
+    verbose = args.verbose or props.pop(_VERBOSE, "false").strip().lower() == "true"
+    progress = args.progress or props.pop(_PROGRESS, None)
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    if verbose:
+        logging.getLogger("kspark").setLevel(logging.DEBUG)
+    if progress:
+        os.environ["KSPARK_PROGRESS"] = progress
+    topology = loadTopology(args.target, props)
+    if args.describe == "-":
+        print(topology.describe(), end="")
+        return 0
+    if args.describe:
+        try:
+            path = topology.describe().render(args.describe)
+        except RuntimeError as e:
+            print(f"kspark run: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {path}")
+        return 0
+    return _run(topology, props, args.picture)  # StreamsConfig parses Kafka's string values
+
+
+def _run(topology, config: dict[str, str], picture: str | None) -> int:
+    from .errors import StreamsException
+    from .spark import _quiet
+    from .spark._kafka_streams import KafkaStreams
+
+    _quiet.detachJvm = True  # Ctrl-C goes to this process only (see _stop)
+    stop = threading.Event()
+
+    def onSigint(signum, frame):  # first Ctrl-C: stop cleanly; a second one interrupts at once
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, onSigint)
+    streams = KafkaStreams(topology, config)
+    failure = None
+    try:
+        streams.start()
+        # pyspark's SparkContext installs its own SIGINT handler (cancel all jobs, raise
+        # KeyboardInterrupt) when start() creates the session: put this one back
+        if not stop.is_set():
+            signal.signal(signal.SIGINT, onSigint)
+        while not stop.is_set():
+            if streams.awaitTermination(0.5):
+                break
+    except StreamsException as e:
+        failure = e
+    finally:
+        streams.close()  # stops the queries; the live view ends and the summary is printed
+        signal.signal(signal.SIGINT, previous)
+    if failure is not None:
+        print(f"kspark run: {failure}", file=sys.stderr)
+        return 1
+    if picture:
+        print(f"wrote {topology.describe().render(picture, streams.metrics())}")
+    if stop.is_set():
+        print(f"stopped (Ctrl-C): the checkpoint in {streams._stateDir} is intact; the same command resumes the run",
+              flush=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Quiet by default: a kspark run's terminal shows kspark's progress and summary, not Spark's
+start-up noise.
+
+- PySpark's ``FutureWarning`` about pandas 3 is ignored (that exact message only): kspark's
+  suite runs on pandas 3 and the warning tells its users nothing they can act on.
+- The driver JVM is started by kspark (:func:`launchGateway`, the same ``spark-submit``
+  command pyspark runs) with its stderr read by a thread that drops a fixed list of noise lines
+  (:data:`NOISE`) and passes every other line on to ``sys.stderr``: the JVM's "Using incubator
+  modules" warning, and the ``TransformWithStateInPandas`` driver worker's ``print`` lines
+  with the blank line after each (Spark copies its Python workers' stdout into the JVM's
+  stderr), and Spark's ERROR lines about the micro-batch a stop interrupts
+  (:func:`stoppingQueries`).
+- Spark logs at WARN with kspark's ``log4j2.properties`` (Spark's defaults without the INFO
+  lines and the banner) and a local master binds to 127.0.0.1 (no "your hostname resolves to a
+  loopback address" warning).
+- Executors' kspark loggers follow the level of the driver's ``kspark`` logger
+  (:func:`followDriverLogLevel`).
+
+Verbose mode (:func:`isVerbose`: the ``kspark`` logger enabled for DEBUG, as ``kspark run -v``
+sets it, or ``kspark.verbose=true`` in the config) brings everything back: Spark at INFO and
+the JVM's stderr unfiltered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+__all__ = ["NOISE", "followDriverLogLevel", "isVerbose", "launchGateway", "silencePandasWarning", "stoppingQueries"]
+
+VERBOSE_CONFIG = "kspark.verbose"
+LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
+
+NOISE = (
+    "WARNING: Using incubator modules: jdk.incubator.vector",  # JavaModuleOptions' --add-modules
+    "Starting Streaming TransformWithStateInPandas Python worker.",
+    "Streaming TransformWithStateInPandas Python worker ",  # prefix: init, parameters, UDF start/end
+)
+"""Prefixes of JVM stderr lines dropped unless verbose; a blank line right after a dropped line
+is dropped with it (the TWS worker prints ``"...\\n"``)."""
+
+STOPPING_NOISE = re.compile(r".* ERROR WriteToDataSourceV2Exec: Data source write support .* is abort(ing|ed)\.$")
+"""What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch while it writes: the
+batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped while
+kspark stops its queries (:func:`stoppingQueries`) and a few seconds after."""
+
+_showAll = False  # verbose: the pump passes every line
+_stopping = 0  # queries being stopped by kspark right now
+_stoppedAt = float("-inf")  # time.monotonic() when kspark last finished stopping queries
+detachJvm = False  # start the JVM in a session of its own (set by kspark run)
+
+
+def silencePandasWarning() -> None:
+    """Ignore PySpark's "does not yet fully support pandas >= 3.0.0" ``FutureWarning`` (only it)."""
+    warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0",
+                            category=FutureWarning)
+
+
+def isVerbose(config=None) -> bool:
+    """Whether details are wanted: the ``kspark`` logger enabled for DEBUG, or ``kspark.verbose``
+    true in ``config`` (a ``StreamsConfig``; read with a default while the key is not known)."""
+    if logging.getLogger("kspark").isEnabledFor(logging.DEBUG):
+        return True
+    if config is None:
+        return False
+    try:
+        value = config.get(VERBOSE_CONFIG)
+    except (KeyError, ValueError):  # ConfigException: not a known key yet
+        return False
+    return value is True or str(value).strip().lower() == "true"
+
+
+@contextlib.contextmanager
+def stoppingQueries():
+    """Around kspark's ``StreamingQuery.stop()`` calls: the batch a stop interrupts is aborted,
+    and Spark's ERROR lines saying so (:data:`STOPPING_NOISE`) are dropped."""
+    global _stopping, _stoppedAt
+    _stopping += 1
+    try:
+        yield
+    finally:
+        _stopping -= 1
+        _stoppedAt = time.monotonic()
+
+
+def _expectedWhileStopping(line: str) -> bool:
+    return (_stopping > 0 or time.monotonic() - _stoppedAt < 5) and STOPPING_NOISE.match(line.rstrip("\n")) is not None
+
+
+def setVerbose(verbose: bool) -> None:
+    """Let the JVM's stderr through unfiltered (``True``) or drop :data:`NOISE` (``False``)."""
+    global _showAll
+    _showAll = verbose
+
+
+def driverJavaOptions(given: str | None) -> str:
+    """``spark.driver.extraJavaOptions``: kspark's log4j2 file first, then ``given`` (or kspark's
+    default JIT option), so a configuration file named in ``given`` wins."""
+    options = given if given is not None else "-XX:TieredStopAtLevel=1"
+    return f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES} {options}".strip()
+
+
+def launchGateway(options: dict[str, str], master: str) -> None:
+    """Start the driver JVM as pyspark would (``spark-submit`` with ``options`` as ``--conf``),
+    with its stderr piped through :func:`_pump`; nothing if a JVM is already up or pyspark was
+    told to use an existing one (``PYSPARK_GATEWAY_PORT``)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    if master.startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # a local run needs no other address
+    conf = SparkConf(loadDefaults=False)
+    for key, value in options.items():
+        conf.set(key, value)
+    # detached (kspark run): a terminal's Ctrl-C reaches the driver only, which stops the queries
+    # cleanly, instead of also interrupting the JVM's Python workers in the middle of a batch
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": detachJvm})
+    threading.Thread(target=_pump, args=(gateway.proc.stderr,), name="kspark-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def _pump(stream) -> None:
+    """Copy the JVM's stderr to ``sys.stderr`` line by line (looked up per line, so a live
+    progress view that redirects ``sys.stderr`` prints them above itself), without :data:`NOISE`.
+    Reads to the end whatever happens to the writes: the JVM blocks once the pipe is full."""
+    dropped = False
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        if not _showAll:
+            if line.startswith(NOISE) or (dropped and not line.strip()) or _expectedWhileStopping(line):
+                dropped = bool(line.strip())
+                continue
+        dropped = False
+        for stderr in (sys.stderr, sys.__stderr__):  # a replaced sys.stderr may be closed (pytest's capture)
+            try:
+                stderr.write(line)
+                stderr.flush()
+                break
+            except (AttributeError, OSError, ValueError):
+                continue  # keep reading: a JVM whose stderr pipe fills up would block
+
+
+_EXECUTOR_HANDLER = "kspark-executor"
+
+
+def followDriverLogLevel(level: int | None) -> None:
+    """On an executor's Python worker: the ``kspark`` logger at the driver's ``level``, written
+    to the worker's stderr (which Spark copies to the driver's) with the process id."""
+    if level is None:
+        return
+    logger = logging.getLogger("kspark")
+    logger.setLevel(level)
+    if not any(h.get_name() == _EXECUTOR_HANDLER for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.set_name(_EXECUTOR_HANDLER)
+        handler.setFormatter(logging.Formatter("kspark executor %(process)d %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False

@@ -1,0 +1,82 @@
+"""kspark run on Spark (issue 23): the flagship job through the console script, stopped with
+Ctrl-C (SIGINT) in the middle of its run and started again: the checkpoint resumes exactly
+(every price read once over the two runs, the driver's signals), and at the default level
+stdout holds nothing but kspark's progress lines and summary, stderr nothing at all."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import valuation_signals as vs  # noqa: E402
+from kspark.topics import LocalTopics  # noqa: E402
+
+PRICE_ROWS = 6_000
+APP = "valuation-signals-cli"
+BATCH = re.compile(rf"^{APP} sub-topology [01] batch \d+: [\d,]+ records in [\d.]+ s \([\d,]+ records/s\), "
+                   r"lag [\d,]+, [\d,]+ dropped, [\d,]+ punctuations$")
+
+
+def summaryReads(lines: list[str]) -> dict[str, int]:
+    """Check the summary's lines (everything from its title on) and return records read per topic."""
+    start = lines.index(f"== {APP}: summary ==")
+    summary = lines[start + 1:]
+    assert re.fullmatch(r"wall time [\d.]+ s, [\d,]+ micro-batches, [\d,]+ records read \([\d,]+ records/s\)", summary[0])
+    assert summary[1].split() == ["topic", "read", "written"]
+    rows = {}
+    for line in summary[2:7]:
+        topic, *rest, read, written = line.split()
+        rows[topic] = (read, written)
+    assert set(rows) == {"prices", "valuations", "companies", f"{APP}-valuations-by-code-repartition", "signals"}
+    assert summary[7:] == ["records dropped: 0", "punctuations: 0"]
+    return {t: int(r.replace(",", "")) for t, (r, _) in rows.items() if r != "-"}
+
+
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_exactly(tmp_path):
+    prices = vs.readPrices(PRICE_ROWS)
+    valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
+    topics = LocalTopics(tmp_path / "topics")
+    vs.loadTopics(topics, prices, valuations)
+    config = tmp_path / "app.properties"
+    config.write_text(f"application.id={APP}\nkspark.topics.dir={tmp_path / 'topics'}\nstate.dir={tmp_path / 'state'}\n"
+                      "kspark.spark.master=local[2]\nkspark.max.records.per.trigger=1500\n")
+    kspark = Path(sys.executable).with_name("kspark")
+    command = [str(kspark), "run", f"{EXAMPLES / 'valuation_signals.py'}:buildTopology", "--config", str(config)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+    # 1. Ctrl-C, as a terminal sends it (to the whole process group), once sub-topology 1 committed a batch
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    lines: list[str] = []
+    errors: list[str] = []
+    threading.Thread(target=lambda: errors.extend(first.stderr), daemon=True).start()
+    for line in first.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.startswith(f"{APP} sub-topology 1 batch 0:"):
+            os.killpg(first.pid, signal.SIGINT)
+            interruptedAt = time.time()
+    assert first.wait(timeout=120) == 130, (lines, errors)
+    assert time.time() - interruptedAt < 60
+    assert lines[-1] == (f"stopped (Ctrl-C): the checkpoint in {tmp_path / 'state' / APP} is intact; "
+                         "the same command resumes the run")
+    firstReads = summaryReads(lines[:-1])
+    assert 0 < firstReads["prices"] < PRICE_ROWS  # stopped in the middle of the run
+    assert errors == []
+
+    # 2. the same command resumes: together the two runs read every price exactly once
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert second.stderr == ""
+    out = second.stdout.splitlines()
+    start = out.index(f"== {APP}: summary ==")
+    assert out[:start] and all(BATCH.match(line) for line in out[:start]), out[:start]
+    secondReads = summaryReads(out)
+    assert firstReads["prices"] + secondReads["prices"] == PRICE_ROWS
+    assert vs.readSignals(topics) == vs.driverSignals(prices, valuations)

@@ -1,0 +1,58 @@
+"""The progress model behind the live view, plain lines and summary (issue 23), fed with query
+progress documents as Spark's listener delivers them (no Spark needed)."""
+
+import json
+
+from kspark import StreamsBuilder
+from kspark.spark._progress import RunProgress
+from kspark.topology import Topology
+
+
+def progressOf(tmp_path):
+    b = StreamsBuilder()
+    table = b.globalTable("ref")
+    b.stream("in").join(table, lambda k, v: k, lambda v, r: v).to("out")
+    topology: Topology = b.build()
+    sub = topology.subtopologies()[0]
+    plan = {"subtopology": sub, "sources": ["in", "ref"], "globalSources": ["ref"], "topicName": {}}
+    return RunProgress("app", tmp_path, [plan]), sub
+
+
+def test_kspark_topics_offsets_give_records_lags_and_counters(tmp_path):
+    progress, sub = progressOf(tmp_path)
+    (tmp_path / f"subtopology-{sub.id}").mkdir()
+    sink = next(n.name for n in sub.nodes if type(n).__name__ == "SinkNodeSpec")
+    (tmp_path / f"subtopology-{sub.id}" / f"{7:020d}.json").write_text(json.dumps({
+        f"process-total|stream-processor-node-metrics|task-id={sub.id}_0|processor-node-id={sink}": 4,
+        f"dropped-records-total|kspark-dropped-records|task-id={sub.id}_0|processor-node-id=x|reason=late": 2,
+        f"dropped-records-total|stream-task-metrics|task-id={sub.id}_0": 2,
+        f"punctuate-total|stream-task-metrics|task-id={sub.id}_0": 3,
+    }))
+    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 7, "batchDuration": 2000, "sources": [{
+        "startOffset": json.dumps({"in/0": 10, "in/1": 0, "ref/0": 0}),
+        "endOffset": {"in/0": 15, "in/1": 3, "ref/0": 2, "in/0@logEnd": 20, "in/1@logEnd": 3, "ref/0@logEnd": 2,
+                      "@heartbeat": 1},
+    }]})
+    assert (stats.lastRecords, stats.records, stats.lags) == (10, 10, {("in", 0): 5, ("in", 1): 0, ("ref", 0): 0})
+    assert progress.batchLine(stats) == (f"app sub-topology {sub.id} batch 7: 10 records in 2.0 s (5 records/s), lag 5, "
+                                         "2 dropped, 3 punctuations")
+    assert progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 7, "sources": []}) is None  # seen already
+    assert progress.onProgress({"name": f"other-app-subtopology-{sub.id}", "batchId": 8, "sources": []}) is None
+    t = progress.totals()
+    assert (t["read"], t["written"], t["punctuations"]) == ({"in": 8, "ref": 2}, {"out": 4}, 3)
+    assert t["dropped"] == {("x", "late"): 2}
+    lines = progress.summaryLines()
+    assert lines[0] == "== app: summary =="
+    assert [line.split() for line in lines[2:6]] == [
+        ["topic", "read", "written"], ["in", "8", "-"], ["ref", "(global)", "2", "-"], ["out", "-", "4"]]
+    assert lines[6:] == ["records dropped: 2", "  late at x: 2", "punctuations: 3"]
+
+
+def test_spark_kafka_source_offsets_and_latest_offset_for_the_lag(tmp_path):
+    progress, sub = progressOf(tmp_path)
+    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000, "sources": [{
+        "startOffset": None,
+        "endOffset": json.dumps({"in": {"0": 4, "1": 6}}),
+        "latestOffset": json.dumps({"in": {"0": 9, "1": 6}}),
+    }]})
+    assert stats.records == 10 and stats.lags == {("in", 0): 5, ("in", 1): 0}

@@ -1,0 +1,88 @@
+"""Quiet by default (issue 23), the parts that need no Spark: the JVM stderr filter, the driver's
+Java options, verbose mode and executors following the driver's kspark log level."""
+
+import io
+import logging
+
+import pytest
+
+from kspark.config import StreamsConfig
+from kspark.spark import _quiet
+
+JVM_STDERR = (
+    b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+    b"Starting Streaming TransformWithStateInPandas Python worker.\n"
+    b"\n"
+    b"Streaming TransformWithStateInPandas Python worker Completed execution of UDF: <bound method ...>.\n"
+    b"\n"
+    b"26/11/23 20:58:48 ERROR Executor: Exception in task 0.0\n"
+    b"\n"
+    b"Traceback (most recent call last):\n"
+)
+
+
+@pytest.fixture
+def quiet():
+    yield
+    _quiet.setVerbose(False)
+
+
+def pumped(monkeypatch, data: bytes) -> str:
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    _quiet._pump(io.BytesIO(data))
+    return err.getvalue()
+
+
+def test_jvm_noise_and_its_blank_lines_are_dropped_everything_else_passes(monkeypatch, quiet):
+    _quiet.setVerbose(False)
+    assert pumped(monkeypatch, JVM_STDERR) == (
+        "26/11/23 20:58:48 ERROR Executor: Exception in task 0.0\n\nTraceback (most recent call last):\n")
+    _quiet.setVerbose(True)
+    assert pumped(monkeypatch, JVM_STDERR) == JVM_STDERR.decode()
+
+
+def test_driver_java_options_put_kspark_log4j2_first_and_keep_the_given_ones():
+    assert _quiet.driverJavaOptions(None) == f"-Dlog4j2.configurationFile={_quiet.LOG4J2_PROPERTIES} -XX:TieredStopAtLevel=1"
+    assert _quiet.driverJavaOptions("-Dx=1").endswith(" -Dx=1")
+    assert _quiet.LOG4J2_PROPERTIES.read_text().splitlines().count("rootLogger.level = warn") == 1
+
+
+def test_verbose_is_the_kspark_logger_at_debug():
+    logger = logging.getLogger("kspark")
+    before = logger.level
+    try:
+        logger.setLevel(logging.WARNING)
+        assert not _quiet.isVerbose(StreamsConfig({"application.id": "a"}))
+        logger.setLevel(logging.DEBUG)
+        assert _quiet.isVerbose(StreamsConfig({"application.id": "a"}))
+    finally:
+        logger.setLevel(before)
+
+
+def test_executor_kspark_logger_follows_the_drivers_level(monkeypatch):
+    logger = logging.getLogger("kspark")
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(logger, "propagate", True)
+    before = logger.level
+    try:
+        _quiet.followDriverLogLevel(logging.ERROR)
+        _quiet.followDriverLogLevel(logging.ERROR)  # every task call: one handler only
+        assert logger.level == logging.ERROR and len(logger.handlers) == 1 and not logger.propagate
+        err = io.StringIO()
+        logger.handlers[0].setStream(err)
+        logging.getLogger("kspark.state").warning("Skipping record for expired segment.")
+        logging.getLogger("kspark.state").error("boom")
+        assert err.getvalue().endswith(" ERROR kspark.state: boom\n") and "Skipping" not in err.getvalue()
+    finally:
+        logger.setLevel(before)  # also clears logging's level cache
+
+
+def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, quiet):
+    abort = (b"26/11/23 21:47:33 ERROR WriteToDataSourceV2Exec: Data source write support MicroBatchWrite[epoch: 1, "
+             b"writer: w] is aborting.\n")
+    monkeypatch.setattr(_quiet, "_stoppedAt", float("-inf"))
+    assert pumped(monkeypatch, abort) == abort.decode()  # not stopping: a failure's abort stays visible
+    with _quiet.stoppingQueries():
+        assert pumped(monkeypatch, abort + abort.replace(b"aborting", b"aborted")) == ""
+    assert pumped(monkeypatch, abort) == ""  # lines still in the pipe just after the stop
