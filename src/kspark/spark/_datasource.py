@@ -248,6 +248,7 @@ def openTopicsFromOptions(options) -> Topics:
         topics.consumerConfig = _jsonOption(options, "kafka.consumer")
         topics.producerConfig = json.loads(options.get("kafka.producer") or "{}")
         topics.servers = topics.adminConfig.get("bootstrap.servers", "")
+        topics.timeoutS = float(options.get("kafka.timeoutS") or 30)
         topics._admin = None
         return topics
     if backend != "local":
@@ -261,7 +262,8 @@ def topicsOptions(topics: Topics) -> dict[str, str]:
     if isinstance(topics, LocalTopics):
         return {"backend": "local", "root": str(topics.root)}
     return {"backend": "kafka", "kafka.admin": json.dumps(topics.adminConfig),
-            "kafka.consumer": json.dumps(topics.consumerConfig), "kafka.producer": json.dumps(topics.producerConfig)}
+            "kafka.consumer": json.dumps(topics.consumerConfig), "kafka.producer": json.dumps(topics.producerConfig),
+            "kafka.timeoutS": str(topics.timeoutS)}
 
 
 class TopicsDataSource(DataSource):

@@ -30,7 +30,7 @@ log = logging.getLogger("kspark.topics")
 _librdkafkaLog = logging.getLogger("kspark.topics.librdkafka")
 _librdkafkaLog.setLevel(logging.CRITICAL)
 
-_TIMEOUT_S = 30.0  # every admin or metadata call gives up after this long, naming bootstrap.servers
+_TIMEOUT_S = 30.0  # default for every admin, metadata and read call (admin default.api.timeout.ms overrides)
 _JAVA_ONLY = {
     # Java client settings with no librdkafka meaning: the serdes are kspark's, the rest is the
     # Java client's own machinery
@@ -102,11 +102,11 @@ def _client(kind: str, conf: dict):
     return client
 
 
-def _unreachable(servers: str, error: object) -> Exception:
+def _unreachable(servers: str, error: object, timeoutS: float = _TIMEOUT_S) -> Exception:
     from ..errors import StreamsException
 
     return StreamsException(
-        f"The Kafka cluster at bootstrap.servers={servers} did not answer within {_TIMEOUT_S:.0f} s: {error}")
+        f"The Kafka cluster at bootstrap.servers={servers} did not answer within {timeoutS:g} s: {error}")
 
 
 class KafkaTopics(Topics):
@@ -121,6 +121,8 @@ class KafkaTopics(Topics):
     userKeys : set of str, optional
         The client keys the user set: only those get a WARNING when librdkafka cannot use them.
 
+    Every call gives up after the admin config's ``default.api.timeout.ms`` (default 30 s here).
+
     Raises
     ------
     kspark.ConfigException
@@ -131,6 +133,7 @@ class KafkaTopics(Topics):
 
     def __init__(self, adminConfig: Mapping[str, str], consumerConfig: Mapping[str, str] | None = None,
                  producerConfig: Mapping[str, str] | None = None, userKeys: set[str] | None = None) -> None:
+        self.timeoutS = int(adminConfig.get("default.api.timeout.ms", _TIMEOUT_S * 1000)) / 1000
         self.adminConfig = librdkafkaConfig(adminConfig, "admin", userKeys)
         self.consumerConfig = librdkafkaConfig(consumerConfig or adminConfig, "consumer", userKeys)
         self.producerConfig = librdkafkaConfig(producerConfig or adminConfig, "producer", userKeys)
@@ -155,9 +158,9 @@ class KafkaTopics(Topics):
         from confluent_kafka import KafkaException
 
         try:
-            return self._adminClient().list_topics(topic=name, timeout=_TIMEOUT_S)
+            return self._adminClient().list_topics(topic=name, timeout=self.timeoutS)
         except KafkaException as e:
-            raise _unreachable(self.servers, e.args[0]) from None
+            raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
 
     def partitionsFor(self, name: str) -> int | None:
         """Number of partitions of ``name`` on the cluster, or None if it does not exist."""
@@ -165,6 +168,12 @@ class KafkaTopics(Topics):
         if topic is None or topic.error is not None:
             return None
         return len(topic.partitions)
+
+    def _led(self, name: str, numPartitions: int) -> bool:
+        """Whether ``name`` has ``numPartitions`` partitions, each with a leader."""
+        topic = self._metadata(name).topics.get(name)
+        return (topic is not None and topic.error is None and len(topic.partitions) == numPartitions
+                and all(p.leader >= 0 for p in topic.partitions.values()))
 
     def listTopics(self) -> list[str]:
         """Names of the cluster's topics (internal ones excluded), sorted."""
@@ -185,37 +194,39 @@ class KafkaTopics(Topics):
 
         future = self._adminClient().create_topics(
             [NewTopic(name, numPartitions, replicationFactor, config=dict(config or {}))],
-            request_timeout=_TIMEOUT_S)[name]
+            request_timeout=self.timeoutS)[name]
         try:
-            future.result(timeout=_TIMEOUT_S)
+            future.result(timeout=self.timeoutS)
         except KafkaException as e:
             error = e.args[0]
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise _unreachable(self.servers, error) if error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT) \
-                    else ValueError(f"Creating topic {name}: {error.str()}") from None
+                if error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+                    raise _unreachable(self.servers, error, self.timeoutS) from None
+                raise ValueError(f"Creating topic {name}: {error.str()}") from None
             existing = self.partitionsFor(name)
             if ifNotExists and existing == numPartitions:
                 return
             detail = "" if existing == numPartitions else f" It has {existing} partitions, not {numPartitions}."
             raise TopicExistsException(f"Topic '{name}' already exists.{detail}") from None
-        deadline = time.monotonic() + _TIMEOUT_S
-        while self.partitionsFor(name) != numPartitions:  # metadata propagates after creation
+        deadline = time.monotonic() + self.timeoutS
+        while not self._led(name, numPartitions):  # metadata and leaders follow the creation
             if time.monotonic() > deadline:
-                raise _unreachable(self.servers, f"topic {name} was created but its metadata did not appear")
+                raise _unreachable(self.servers, f"topic {name} was created but its metadata did not appear",
+                                   self.timeoutS)
             time.sleep(0.05)
 
     def deleteTopic(self, name: str) -> None:
         """Delete ``name`` and wait until the cluster no longer lists it."""
-        future = self._adminClient().delete_topics([name], request_timeout=_TIMEOUT_S)[name]
+        future = self._adminClient().delete_topics([name], request_timeout=self.timeoutS)[name]
         from confluent_kafka import KafkaError, KafkaException
 
         try:
-            future.result(timeout=_TIMEOUT_S)
+            future.result(timeout=self.timeoutS)
         except KafkaException as e:
             if e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}") from None
             raise
-        deadline = time.monotonic() + _TIMEOUT_S
+        deadline = time.monotonic() + self.timeoutS
         while self.partitionsFor(name) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
 
@@ -223,9 +234,9 @@ class KafkaTopics(Topics):
         """The topic's id (Kafka ``Uuid``, base64), new whenever the topic is created again."""
         from confluent_kafka import KafkaException, TopicCollection
 
-        future = self._adminClient().describe_topics(TopicCollection([name]), request_timeout=_TIMEOUT_S)[name]
+        future = self._adminClient().describe_topics(TopicCollection([name]), request_timeout=self.timeoutS)[name]
         try:
-            return str(future.result(timeout=_TIMEOUT_S).topic_id)
+            return str(future.result(timeout=self.timeoutS).topic_id)
         except KafkaException:
             return None
 
@@ -237,12 +248,17 @@ class KafkaTopics(Topics):
         if numPartitions is None:
             raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
         level = IsolationLevel.READ_COMMITTED if self._readCommitted() else IsolationLevel.READ_UNCOMMITTED
-        futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
-                                                   isolation_level=level, request_timeout=_TIMEOUT_S)
-        try:
-            return {tp.partition: f.result(timeout=_TIMEOUT_S).offset for tp, f in futures.items()}
-        except KafkaException as e:
-            raise _unreachable(self.servers, e.args[0]) from None
+        deadline = time.monotonic() + self.timeoutS
+        while True:
+            futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
+                                                       isolation_level=level, request_timeout=self.timeoutS)
+            try:
+                return {tp.partition: f.result(timeout=self.timeoutS).offset for tp, f in futures.items()}
+            except KafkaException as e:
+                # a new topic's leaders, or a restarted broker's, may not be elected yet
+                if not e.args[0].retriable() or time.monotonic() > deadline:
+                    raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
+                time.sleep(0.1)
 
     def endOffsets(self, name: str) -> dict[int, int]:
         """Partition -> end offset: the last stable offset under ``read_committed`` (records of
@@ -265,10 +281,10 @@ class KafkaTopics(Topics):
         numPartitions = self.partitionsFor(name) or 0
         request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
         try:
-            result = self._adminClient().list_consumer_group_offsets([request], request_timeout=_TIMEOUT_S,
-                                                                     require_stable=True)[groupId].result(_TIMEOUT_S)
+            result = self._adminClient().list_consumer_group_offsets([request], request_timeout=self.timeoutS,
+                                                                     require_stable=True)[groupId].result(self.timeoutS)
         except KafkaException as e:
-            raise _unreachable(self.servers, e.args[0]) from None
+            raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
         return {tp.partition: (tp.offset, tp.metadata) for tp in result.topic_partitions if tp.offset >= 0}
 
     # ------------------------------------------------------------------ reads
@@ -299,12 +315,12 @@ class KafkaTopics(Topics):
             keys: list = []
             values: list = []
             headers: list = []
-            deadline = time.monotonic() + _TIMEOUT_S
+            deadline = time.monotonic() + self.timeoutS
             done = False
             while not done:
                 messages = consumer.consume(num_messages=min(maxRows - len(offsets), 100_000), timeout=1.0)
                 if messages:
-                    deadline = time.monotonic() + _TIMEOUT_S
+                    deadline = time.monotonic() + self.timeoutS
                 for m in messages:
                     error = m.error()
                     if error is not None:
@@ -318,7 +334,8 @@ class KafkaTopics(Topics):
                             raise OffsetOutOfRangeException(
                                 f"Offset {start} of {name}-{partition} is out of range (the log starts later): {error.str()}")
                         if error.fatal() or not error.retriable():
-                            raise _unreachable(self.servers, f"reading {name}-{partition} at {start}: {error.str()}")
+                            raise _unreachable(self.servers, f"reading {name}-{partition} at {start}: {error.str()}",
+                                               self.timeoutS)
                         continue
                     offset = m.offset()
                     if offset >= end:
@@ -337,7 +354,8 @@ class KafkaTopics(Topics):
                     yield _readTable(offsets, timestamps, keys, values, headers)
                     offsets, timestamps, keys, values, headers = [], [], [], [], []
                 if not done and time.monotonic() > deadline:
-                    raise _unreachable(self.servers, f"reading {name}-{partition} [{start}, {end}) made no progress")
+                    raise _unreachable(self.servers, f"reading {name}-{partition} [{start}, {end}) made no progress",
+                                      self.timeoutS)
         finally:
             consumer.unassign()
 
@@ -375,7 +393,7 @@ class KafkaTopics(Topics):
             partition = partitioner(key, numPartitions)
             _produce(producer, name, partition, key, value, timestamp, record[3] if len(record) > 3 else None, delivered)
             counts[partition] = counts.get(partition, 0) + 1
-        if producer.flush(_TIMEOUT_S) > 0 or errors:
+        if producer.flush(self.timeoutS) > 0 or errors:
             raise StreamsException(f"Producing to {name} failed: {errors[0] if errors else 'not acknowledged in time'}")
         return dict(sorted(counts.items()))
 
