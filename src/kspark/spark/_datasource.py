@@ -837,7 +837,7 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, metrics, positions)]
         sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
         written = sink.write(context.partitionId(), checkpointId, batchId,
-                             ((t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts), positions)
+                             [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
         return KafkaCommitMessage(written, context.partitionId(), metrics)
 
     def commit(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:

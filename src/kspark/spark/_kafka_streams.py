@@ -279,7 +279,7 @@ class KafkaStreams:
         dlq = self._config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
         if dlq is not None:
             if self._topics.partitionsFor(dlq) is None:
-                raise StreamsException(f"The dead-letter topic {dlq} (errors.deadletterqueue.topic.name) does not exist.")
+                raise StreamsException(f"The dead-letter topic {dlq} (errors.dead.letter.queue.topic.name) does not exist.")
             counts[dlq] = self._topics.partitionsFor(dlq)
             physical[dlq] = dlq
         self._checkApplicationMetadata(topology, {t: n for t, n in counts.items() if t not in internal})

@@ -28,7 +28,7 @@ log = logging.getLogger("kspark.topics")
 # librdkafka's own log lines (connection attempts, retries) go to Python logging, not stderr; the
 # calls that fail raise their own errors
 _librdkafkaLog = logging.getLogger("kspark.topics.librdkafka")
-_librdkafkaLog.setLevel(logging.CRITICAL)
+_librdkafkaLog.setLevel(logging.CRITICAL + 1)
 
 _TIMEOUT_S = 30.0  # default for every admin, metadata and read call (admin default.api.timeout.ms overrides)
 _JAVA_ONLY = {
@@ -242,20 +242,29 @@ class KafkaTopics(Topics):
 
     # ------------------------------------------------------------------ offsets
     def _listOffsets(self, name: str, spec) -> dict[int, int]:
-        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka import IsolationLevel, TopicPartition
 
         numPartitions = self.partitionsFor(name)
         if numPartitions is None:
             raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
         level = IsolationLevel.READ_COMMITTED if self._readCommitted() else IsolationLevel.READ_UNCOMMITTED
-        deadline = time.monotonic() + self.timeoutS
-        while True:
+        def listOffsets():
             futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
                                                        isolation_level=level, request_timeout=self.timeoutS)
+            return {tp.partition: f.result(timeout=self.timeoutS).offset for tp, f in futures.items()}
+
+        return self._retrying(listOffsets)
+
+    def _retrying(self, call):
+        """``call()``, again while it fails with a retriable error (a new topic's leaders or a
+        restarted broker's coordinators not ready yet), for at most the timeout."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.timeoutS
+        while True:
             try:
-                return {tp.partition: f.result(timeout=self.timeoutS).offset for tp, f in futures.items()}
+                return call()
             except KafkaException as e:
-                # a new topic's leaders, or a restarted broker's, may not be elected yet
                 if not e.args[0].retriable() or time.monotonic() > deadline:
                     raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
                 time.sleep(0.1)
@@ -276,15 +285,12 @@ class KafkaTopics(Topics):
     def committedOffsets(self, groupId: str, name: str) -> dict[int, tuple[int, str | None]]:
         """Partition -> (offset, metadata) committed by consumer group ``groupId`` for ``name``
         (partitions without a committed offset are left out)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         numPartitions = self.partitionsFor(name) or 0
         request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
-        try:
-            result = self._adminClient().list_consumer_group_offsets([request], request_timeout=self.timeoutS,
-                                                                     require_stable=True)[groupId].result(self.timeoutS)
-        except KafkaException as e:
-            raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
+        result = self._retrying(lambda: self._adminClient().list_consumer_group_offsets(
+            [request], request_timeout=self.timeoutS, require_stable=True)[groupId].result(self.timeoutS))
         return {tp.partition: (tp.offset, tp.metadata) for tp in result.topic_partitions if tp.offset >= 0}
 
     # ------------------------------------------------------------------ reads
@@ -484,66 +490,59 @@ class KafkaSinkWriter:
         self.exactlyOnce = exactlyOnce
         self.prefix = transactionalIdPrefix
 
-    def write(self, writer: int, checkpointId: str, batchId: int, parts: Iterable[tuple[str, int, pa.Table]],
+    def write(self, writer: int, checkpointId: str, batchId: int, parts: list[tuple[str, int, pa.Table]],
               positions: dict[tuple[str, int], int]) -> int:
         """Write ``parts`` — ``(topic, partition, RECORD_SCHEMA table)`` in order — and, under
         exactly-once, commit ``positions`` ((topic, partition) -> next offset) with them.
+
+        Under exactly-once the offsets are sent first in the transaction (a round trip to the
+        coordinator that tells a producer it was fenced before it sends any record: a writer
+        task moves between Python workers, and the newest one's producer fences the others);
+        a fenced or otherwise failed transaction is aborted by the broker, so the writer takes
+        its transactional id back and writes the batch again, up to three times.
 
         Returns the records written (0 when an earlier attempt already committed this batch).
 
         Raises
         ------
         kspark.StreamsException
-            If the producer is fenced during the commit (another attempt of this writer runs),
-            or a record is not acknowledged.
+            If the transaction fails three times (e.g. two attempts of this writer task keep
+            fencing each other), or a record is not acknowledged.
         """
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaException, TopicPartition
 
         if not self.exactlyOnce:
             return self._writeIdempotent(parts)
         transactionalId = f"{self.prefix}-{writer}"
-        for attempt in (0, 1):
+        marker = batchMarker(checkpointId, batchId)
+        offsets = [TopicPartition(t, p, o, marker) for (t, p), o in sorted(positions.items())]
+        for attempt in range(3):
             producer = self._transactionalProducer(transactionalId)
+            errors: list = []
             try:
                 if positions and self._alreadyCommitted(positions, checkpointId, batchId):
-                    for _ in parts:  # drain what Spark hands in
-                        pass
                     log.info("%s: batch %d already committed by an earlier attempt; nothing written",
                              transactionalId, batchId)
                     return 0
                 producer.begin_transaction()
-                break
+                if offsets:
+                    producer.send_offsets_to_transaction(offsets, self._groupMetadata(), _TIMEOUT_S)
+                written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
+                              for t, p, table in parts)
+                producer.commit_transaction(_TIMEOUT_S * 4)
+                if errors:  # not expected after a successful commit, but never silently
+                    raise _sinkError(transactionalId, errors[0])
+                return written
             except KafkaException as e:
-                _PRODUCERS.pop(transactionalId, None)  # fenced by another process: take the id back once
-                if attempt:
-                    raise _sinkError(transactionalId, e) from None
-        written = 0
-        errors: list = []
-
-        def delivered(err, msg):
-            if err is not None:
-                errors.append(err)
-
-        try:
-            for topic, partition, table in parts:
-                written += _produceTable(producer, topic, partition, table, delivered)
-            if positions:
-                from confluent_kafka import TopicPartition
-
-                marker = batchMarker(checkpointId, batchId)
-                offsets = [TopicPartition(t, p, o, marker) for (t, p), o in sorted(positions.items())]
-                producer.send_offsets_to_transaction(offsets, self._groupMetadata(), _TIMEOUT_S)
-            producer.commit_transaction(_TIMEOUT_S * 4)
-        except KafkaException as e:
-            _PRODUCERS.pop(transactionalId, None)
-            try:
-                producer.abort_transaction(_TIMEOUT_S)
-            except KafkaException:
-                pass
-            raise _sinkError(transactionalId, errors[0] if errors else e) from None
-        if errors:
-            raise _sinkError(transactionalId, errors[0])
-        return written
+                _PRODUCERS.pop(transactionalId, None)
+                try:
+                    producer.abort_transaction(_TIMEOUT_S)
+                except KafkaException:
+                    pass
+                if attempt == 2:
+                    raise _sinkError(transactionalId, errors[0] if errors else e) from None
+                log.info("%s: batch %d transaction failed (%s); writing it again", transactionalId, batchId, e)
+        raise AssertionError("unreachable")
 
     def _writeIdempotent(self, parts) -> int:
         from confluent_kafka import Producer
@@ -599,6 +598,9 @@ def _produceTable(producer, topic: str, partition: int, table: pa.Table, callbac
     keys = table.column("key").to_pylist()
     values = table.column("value").to_pylist()
     timestamps = table.column("timestamp").to_pylist()
+    if 0 in timestamps:
+        log.warning("%d records to %s-%d have timestamp 0, which librdkafka (Kafka's C client) replaces by the "
+                    "time they are produced", timestamps.count(0), topic, partition)
     headerCol = table.column("headers")
     headers = [decodeHeaders(h) for h in headerCol.to_pylist()] if headerCol.null_count < len(keys) else None
     for i, (key, value, timestamp) in enumerate(zip(keys, values, timestamps)):
