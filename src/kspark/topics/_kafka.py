@@ -265,7 +265,7 @@ class KafkaTopics(Topics):
             try:
                 return call()
             except KafkaException as e:
-                if not e.args[0].retriable() or time.monotonic() > deadline:
+                if not _transient(e.args[0]) or time.monotonic() > deadline:
                     raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
                 time.sleep(0.1)
 
@@ -405,6 +405,16 @@ class KafkaTopics(Topics):
 
     def close(self) -> None:
         self._admin = None
+
+
+def _transient(error) -> bool:
+    """Whether ``error`` passes by itself (librdkafka's retriable flag is not set on every admin
+    response error, e.g. a group coordinator still loading its offsets)."""
+    from confluent_kafka import KafkaError
+
+    return error.retriable() or error.code() in (
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
+        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT)
 
 
 def _readTable(offsets, timestamps, keys, values, headers) -> pa.Table:
