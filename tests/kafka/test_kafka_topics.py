@@ -159,13 +159,14 @@ def test_unreachable_bootstrap_servers_fail_with_a_clear_error_within_the_timeou
     assert time.monotonic() - started < 10
 
 
-def test_java_only_client_keys_are_dropped_and_sasl_jaas_credentials_mapped():
+def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_credentials_mapped():
     from kspark.topics._kafka import librdkafkaConfig
 
-    conf = librdkafkaConfig({"bootstrap.servers": "127.0.0.1:1", "max.poll.records": "5",
+    conf = librdkafkaConfig({"bootstrap.servers": "127.0.0.1:1", "max.poll.records": "5", "fetch.max.wait.ms": "50",
                              "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                              "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
                                                  'username="alice" password="s3cret";'}, "consumer")
-    assert conf == {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+    assert conf == {"bootstrap.servers": "127.0.0.1:1", "fetch.wait.max.ms": "50",
+                    "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                     "sasl.username": "alice", "sasl.password": "s3cret"}
     assert isinstance(KafkaTopics({"bootstrap.servers": "127.0.0.1:1"}), KafkaTopics)
