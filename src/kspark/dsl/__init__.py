@@ -8,7 +8,7 @@ from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
 from ._windows import SessionWindow, SessionWindows, TimeWindow, TimeWindows, Window, Windowed, WindowedSerdes, Windows
-from ._internals.processors import Change
+from ._internals.common import Change
 from ._kstream import KStream
 from ._ktable import KTable
 from ._kgrouped_table import KGroupedTable

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Callable
 from ..serialization import Serdes
 from ..state import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, Repartitioned, _supplierOf, keyValueStoreBuilder
-from ._internals.processors import KStreamAggregate
+from ._internals.aggregation import KStreamAggregate
+from ._internals.ktable import MaterializedTableSupplier
 from ._ktable import KTable
 from ._overloads import bind
 
@@ -149,8 +150,6 @@ class KGroupedStream:
             resultKeySerde = materialized.keySerde
         else:
             builderOfStore = storeBuilder(storeName)
-        from ._internals.ktable_processors import MaterializedTableSupplier
-
         supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
         topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
@@ -214,7 +213,7 @@ class TimeWindowedKStream(_WindowedKStream):
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, False)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
-        from ._internals.processors import KStreamWindowAggregate
+        from ._internals.time_windows import KStreamWindowAggregate
         from ._windows import WindowedSerdes
 
         windows = self._windows
@@ -297,7 +296,7 @@ class SessionWindowedKStream(_WindowedKStream):
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, sessionMerger)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, merger) -> KTable:
-        from ._internals.processors import KStreamSessionWindowAggregate
+        from ._internals.session_windows import KStreamSessionWindowAggregate
         from ._windows import WindowedSerdes
 
         windows = self._windows

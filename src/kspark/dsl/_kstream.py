@@ -9,24 +9,22 @@ from ..topology._topology import supplierGet
 from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, STRING, Grouped, Joined, Materialized,
                               Named, Produced, Repartitioned, named as _named, nameOf)
 from ._overloads import Kind, bind, check, instanceOf
-from ._internals.processors import (
+from ._internals.common import arity
+from ._internals.stateless import (
+    FixedKeyProcessorAdapter,
+    ForeachProcessor,
     KStreamFilter,
-    KStreamKTableJoin,
+    KStreamFlatMap,
+    KStreamFlatMapValues,
     KStreamMap,
     KStreamMapValues,
     KStreamPeek,
-    KStreamSelectKey,
-    RepartitionNullKeyFilter,
-    arity,
-)
-from ._internals.stream_processors import (
-    FixedKeyProcessorAdapter,
-    ForeachProcessor,
-    KStreamFlatMap,
-    KStreamFlatMapValues,
     KStreamPrint,
+    KStreamSelectKey,
     PassThrough,
+    RepartitionNullKeyFilter,
 )
+from ._internals.stream_table import KStreamKTableJoin
 from ._ktable import KTable
 
 if TYPE_CHECKING:

@@ -5,21 +5,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import TopologyException
 from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
 from ._overloads import FUNCTION, bind, check
-from ._internals.ktable_processors import (
-    INNER,
-    LEFT,
-    OUTER,
-    RIGHT,
-    KTableFilterSupplier,
-    KTableKTableJoinMergerSupplier,
-    KTableKTableJoinSupplier,
-    KTableMapValuesSupplier,
-    KTableRepartitionMapSupplier,
-    KTableSourceSupplier,
-    KTableSuppressSupplier,
-    MaterializedTableSupplier,
-)
-from ._internals.processors import KTableToStream, arity
+from ._internals.aggregation import KTableRepartitionMapSupplier
+from ._internals.common import arity
+from ._internals.ktable import KTableFilterSupplier, KTableMapValuesSupplier, KTableSourceSupplier, KTableToStream, MaterializedTableSupplier
+from ._internals.suppress import KTableSuppressSupplier
+from ._internals.table_table import INNER, LEFT, OUTER, RIGHT, KTableKTableJoinMergerSupplier, KTableKTableJoinSupplier
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
@@ -125,7 +115,7 @@ class KTable:
             If this table is not the result of a windowed aggregation ("Window close time is only
             defined for windowed computations.").
         """
-        from ._internals.processors import KTableSuppress
+        from ._internals.suppress import KTableSuppress
 
         untilWindowCloses = suppressed.timeLimitMs is None
         if untilWindowCloses and self._windowCloseDuration is None:

@@ -5,6 +5,7 @@ import logging
 from typing import Any, NamedTuple
 
 from ..serialization import Serde
+from ._window import SessionWindow, TimeWindow, Windowed
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
@@ -336,7 +337,6 @@ class WindowStore(_TimeOrderedStoreBase):
         return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs)
 
     def _windowsFrom(self, timeFrom: int, timeTo: int, oldest: int) -> KeyValueIterator:
-        from ..dsl._windows import TimeWindow, Windowed
         from ..keyvalue import KeyValue
 
         lower = max(timeFrom, oldest)
@@ -347,7 +347,6 @@ class WindowStore(_TimeOrderedStoreBase):
 
     def all(self) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window."""
-        from ..dsl._windows import TimeWindow, Windowed
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([
@@ -504,7 +503,6 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def _iterator(self, entries) -> KeyValueIterator:
         """``entries`` as (end, start, key, aggregate) tuples -> ``KeyValue(Windowed, aggregate)``."""
-        from ..dsl._windows import SessionWindow, Windowed
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), aggregate)

@@ -261,7 +261,7 @@ class RecordCache:
     def _restoreSessions(self, saved: list) -> None:
         from ...processor import Record
         from .._windows import SessionWindow, Windowed
-        from .processors import Change
+        from .common import Change
 
         dirty = []
         for item in saved:
