@@ -464,3 +464,57 @@ def test_partition_time_of_records_piped_alone():
         out = d.createOutputTopic("out", KEY_SERDE, Serdes.Long()).readRecordsToList()
     assert [(r.key().window().start(), r.key().window().end(), r.value(), r.timestamp()) for r in out] == [
         (100, 100, 1, 100), (100, 100, None, 100), (50, 100, 2, 100), (50, 100, None, 100), (50, 100, 3, 100)]
+
+
+def _wrongSinkSerde(kind, keyErrors):
+    """A windowed count (caching off) into a sink whose value serde (String) cannot take a count,
+    or, with ``keyErrors``, a key serde whose inner serde fails on key "b"."""
+    def failOnB(topic, key):
+        if key == "b":
+            raise ValueError("no b")
+        return key.encode()
+
+    b = StreamsBuilder()
+    windows = (SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=5)) if kind == "session"
+               else TimeWindows.ofSizeWithNoGrace(timedelta(milliseconds=10)))
+    inner = Serdes.serdeFrom(failOnB, lambda t, data: data.decode()) if keyErrors else Serdes.String()
+    keySerde = (WindowedSerdes.sessionWindowedSerdeFrom(inner) if kind == "session"
+                else WindowedSerdes.timeWindowedSerdeFrom(inner, 10))
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().windowedBy(windows)
+     .count(materialized=Materialized.as_("s").withCachingDisabled())
+     .toStream().to("out", Produced.with_(keySerde, Serdes.Long() if keyErrors else Serdes.String())))
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["session", "time"])
+@pytest.mark.parametrize("keyErrors", [False, True])
+def test_a_sink_error_in_the_fused_loop_is_handled_at_tostream_as_per_node(kind, keyErrors):
+    """FINDINGS F12: the sink's serialization error reaches toStream()'s processing handler in
+    both paths (LogAndContinue: dropped there, counted per node; the store still updated)."""
+    records = [("a", "v", 1, ()), ("b", "v", 2, ()), ("a", "v", 3, ())]
+    fused, perNode = (onDriver(records, _wrongSinkSerde(kind, keyErrors), f) for f in (True, False))
+    assert fused == perNode
+    out, metrics, store = fused
+    dropped = {(m.tag("processor-node-id"), m.tag("reason")): v for m, v in metrics.items()
+               if m.group == "kspark-dropped-records"}
+    # each update of "b" fails (keyErrors), or each non-null count (the String serializer writes
+    # the session's tombstone of [1,1] when a@3 merges it)
+    assert dropped == {("KTABLE-TOSTREAM-0000000002", "processing error: StreamsException"): 1 if keyErrors else 3}
+    assert len(out) == {(True, "session"): 3, (True, "time"): 2, (False, "session"): 1, (False, "time"): 0}[
+        keyErrors, kind]
+
+
+def test_a_sink_error_in_the_fused_loop_fails_as_per_node():
+    records = [("a", "v", 1, ())]
+    errors = []
+    for fused in (True, False):
+        with TopologyTestDriver(_wrongSinkSerde("time", False)) as d:
+            if not fused:
+                d._task._fastPath = None
+            with pytest.raises(StreamsException) as failure:
+                d.createInputTopic("in", Serdes.String(), Serdes.String()).pipeInput("a", "v", 1)
+            errors.append((str(failure.value), str(failure.value.__cause__)))
+    assert errors[0] == errors[1]
+    assert errors[0][0].startswith("Exception caught in process. taskId=0_0, processor=KTABLE-TOSTREAM-0000000002")
+    assert errors[0][1].startswith("ClassCastException while producing data to topic out. The value serializer "
+                                   "org.apache.kafka.common.serialization.StringSerializer")

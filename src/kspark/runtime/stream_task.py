@@ -284,24 +284,32 @@ class SinkWriter:
 
     @staticmethod
     def _serialize(serde, what: str, topic: str, data, partitions, timestamp: int) -> bytes | None:
-        """``serde.serialize(topic, data)``, failing as Kafka's ``RecordCollectorImpl.send`` does: a
-        value of a type the serializer cannot take (Java's ``ClassCastException``) and any other
-        serializer error (``production.exception.handler``: kspark's is Kafka's default, FAIL)."""
         try:
             return serde.serialize(topic, data)
-        except IncompatibleTypeException as e:
-            actual = "unknown because %s is null" % what if data is None else javaTypeName(data)
-            raise StreamsException(
-                f"ClassCastException while producing data to topic {topic}. The {what} serializer "
-                f"{javaSerializerName(serde)} is not compatible to the actual {what} type: {actual}. Change the "
-                f"default {what} serde in StreamConfig or provide the correct {what} serde via method parameters "
-                "(for example if using the DSL, `#to(String topic, Produced<K, V> produced)` with "
-                f"`Produced.{what}Serde(WindowedSerdes.timeWindowedSerdeFrom(String.class))`).") from e.classCast()
         except Exception as e:
-            partition = partitions if isinstance(partitions, int) else None
-            raise StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{topic}], "
-                                   f"partition=[{'null' if partition is None else partition}], "
-                                   f"timestamp=[{timestamp}]") from e
+            raise serializationError(serde, what, topic, data, partitions, timestamp, e)
+
+
+def serializationError(serde, what: str, topic: str, data, partitions, timestamp: int, cause: Exception) -> StreamsException:
+    """What a sink raises when ``serde`` fails to serialize its ``what`` ("key" or "value")
+    ``data``, as Kafka's ``RecordCollectorImpl.send``: a value of a type the serializer cannot take
+    (Java's ``ClassCastException``) and any other serializer error (``production.exception.handler``:
+    kspark's is Kafka's default, FAIL). ``cause`` is the serde's exception."""
+    if isinstance(cause, IncompatibleTypeException):
+        actual = "unknown because %s is null" % what if data is None else javaTypeName(data)
+        error = StreamsException(
+            f"ClassCastException while producing data to topic {topic}. The {what} serializer "
+            f"{javaSerializerName(serde)} is not compatible to the actual {what} type: {actual}. Change the "
+            f"default {what} serde in StreamConfig or provide the correct {what} serde via method parameters "
+            "(for example if using the DSL, `#to(String topic, Produced<K, V> produced)` with "
+            f"`Produced.{what}Serde(WindowedSerdes.timeWindowedSerdeFrom(String.class))`).")
+        error.__cause__ = cause.classCast()  # Java's text, then the serde's
+    else:
+        partition = partitions if isinstance(partitions, int) else None
+        error = StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{topic}], "
+                                 f"partition=[{'null' if partition is None else partition}], timestamp=[{timestamp}]")
+        error.__cause__ = cause
+    return error
 
 
 class RecordContext:

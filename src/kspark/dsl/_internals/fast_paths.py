@@ -86,14 +86,14 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     """
     import struct
 
-    from ...errors import StreamsException
     from ...runtime.partitioner import partitionForKey
-    from ...runtime.stream_task import ProducedRecord
+    from ...runtime.stream_task import ProducedRecord, serializationError
+    from .common import Change
     from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
     pg, context, store, sink = task.partitionGroup, task.context, agg.store, sinkNode.sink
-    topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
+    topic, valueSerialize = sink.topic, sink.valueSerde.serialize
     inner = sink.keySerde.inner if type(sink.keySerde) is windowedSerde else None
     # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
     # (a str key's UTF-8), so one encode per record serves the lookup, the key and the partition
@@ -105,21 +105,43 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     packEndStart = _END_START.pack
     produced = sink._produced
 
+    current = [None]  # the record being processed (for the error path)
+
+    def sinkFailed(e: Exception, key, start: int, end: int, value, timestamp: int, headers: tuple) -> None:
+        """The sink's error as the per-node path meets it: handled by the processing handler of
+        toStream(), the node that forwarded to the sink (KIP-1033; FAIL raises)."""
+        rec = current[0]
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.currentNode = toStream
+        try:
+            task._onProcessingError(toStream, Record(_Windowed(key, windowOf(start, end)), Change(value, None), timestamp,
+                                                     headers), e)
+        finally:
+            context.currentNode = context.metadata = None
+
     def emitAny(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
-            write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
+            try:
+                write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
+            except Exception as e:
+                sinkFailed(e, key, start, end, value, timestamp, headers)
             return
+        what, serde, data = "key", sink.keySerde, None
         try:
             if keyBytes is None:
                 keyBytes = inner.serialize(topic, key)
+            what, serde, data = "value", sink.valueSerde, value
             if value is None or not longValues or type(value) is not int or not -1 << 63 <= value < 1 << 63:
                 valueBytes = valueSerialize(topic, value)
             else:
                 valueBytes = packLong(value)
-        except Exception as e:
-            raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
+        except Exception as e:  # what the sink's write raises for the same serde error
+            data = _Windowed(key, windowOf(start, end)) if what == "key" else data
+            sinkFailed(serializationError(serde, what, topic, data, None, timestamp, e), key, start, end, value,
+                       timestamp, headers)
+            return
         # WindowedStreamPartitioner: the partition of the inner key (DP-1); one partition: 0
         n = sink._n if sink._n is not None else sink.numPartitions()
         produced.append(_tupleNew(ProducedRecord, (
@@ -160,12 +182,13 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             return
         source.processed += 1
         node.processed += 1
+        current[0] = rec
         try:
             kb = key.encode("utf-8") if stringKeys and type(key) is str else None
             body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
-        except StreamsException:
-            raise
         except Exception as e:  # KIP-1033, as StreamTask._processorCall
+            if getattr(e, "failedProcessing", False):  # failed (and handled) downstream
+                raise
             context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
             context.currentNode = node
             try:
