@@ -29,7 +29,6 @@ from kspark import (
 F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
-F9 = "FINDINGS F9: Processor API port gaps (RecordMetadata methods, FixedKey processors, Headers)"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
 F15 = "FINDINGS F15: windowed reduce after a null value"
@@ -494,7 +493,7 @@ def _(b, p):
     b.stream("in").process(CountingProcessor, Named.as_("counter"), "counts").to("out")
 
 
-@scenario("processValues", F, xfailDescribe=F9, xfail=F9, stores=COUNTS)
+@scenario("processValues", F, stores=COUNTS)
 def _(b, p):
     from kspark.processor import ContextualFixedKeyProcessor
 
@@ -514,7 +513,7 @@ def _(b, p):
     b.stream("in").processValues(Numbering, "counts").to("out")
 
 
-@scenario("process.metadata", F, xfail=F9)
+@scenario("process.metadata", F)
 def _(b, p):
     class Metadata(ContextualProcessor):
         def process(self, record):
@@ -525,7 +524,7 @@ def _(b, p):
     b.stream("in").process(Metadata).to("out")
 
 
-@scenario("process.headers", F, xfailDescribe=F9, xfail=F9)
+@scenario("process.headers", F)
 def _(b, p):
     from kspark.processor import RecordHeader
 

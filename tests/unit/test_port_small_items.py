@@ -116,7 +116,7 @@ def test_stream_of_a_pattern_reads_every_matching_topic_in_one_partition():
 
         def process(self, record):
             meta = self.context.recordMetadata()
-            self.context.forward(record.withValue(f"{meta.topic}@{meta.offset}"))
+            self.context.forward(record.withValue(f"{meta.topic()}@{meta.offset()}"))
 
         def close(self):
             pass

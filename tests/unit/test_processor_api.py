@@ -83,7 +83,7 @@ def test_store_orders_by_serialized_key_bytes():
 class Stamp(ContextualProcessor):
     def process(self, record):
         meta = self.context().recordMetadata()
-        self.context().forward(record.withValue([meta.topic, meta.partition, meta.offset,
+        self.context().forward(record.withValue([meta.topic(), meta.partition(), meta.offset(),
                                                  self.context().currentStreamTimeMs()]))
         self.context().forward(Record("extra", None, record.timestamp() + 1000))
 

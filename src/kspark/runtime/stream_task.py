@@ -323,13 +323,13 @@ class RecordContext:
         self._meta, self._timestamp, self._headers = meta, timestamp, headers
 
     def topic(self) -> str | None:
-        return None if self._meta is None else self._meta.topic
+        return None if self._meta is None else self._meta[0]
 
     def partition(self) -> int:
-        return -1 if self._meta is None else self._meta.partition
+        return -1 if self._meta is None else self._meta[1]
 
     def offset(self) -> int:
-        return -1 if self._meta is None else self._meta.offset
+        return -1 if self._meta is None else self._meta[2]
 
     def timestamp(self) -> int:
         return self._timestamp
@@ -486,8 +486,8 @@ class StreamTask:
     def _errorContext(self, node: _Node | None, record: Record | None, raw=None) -> ErrorHandlerContext:
         meta = self.context.metadata
         return ErrorHandlerContext(
-            meta.topic if meta else None, meta.partition if meta else -1, meta.offset if meta else -1,
-            record.timestamp() if record is not None else -1, record.headers() if record is not None else (),
+            meta[0] if meta else None, meta[1] if meta else -1, meta[2] if meta else -1,
+            record.timestamp() if record is not None else -1, record._headers if record is not None else (),
             node.name if node else None, self.taskId,
             raw.key if raw is not None else None, raw.value if raw is not None else None,
         )
@@ -549,7 +549,7 @@ class StreamTask:
 
         def process(record: Record) -> None:
             node.processed += 1
-            write(record.key(), record.value(), record.timestamp(), record.headers())
+            write(record.key(), record.value(), record.timestamp(), record._headers)
 
         return process
 

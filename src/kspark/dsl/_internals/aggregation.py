@@ -48,7 +48,7 @@ class KStreamAggregate(ContextualProcessor):
             newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
-        self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
+        self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record._headers), old is not None)
 
 
 # ---------------------------------------------------------------------------- groupBy + aggregate
@@ -245,5 +245,5 @@ class KTableAggregateProcessor(ContextualProcessor):
         else:
             newAgg = intermediate
         self.store.put(key, None if newAgg is None else ValueAndTimestamp(newAgg, ts))
-        out = Record(key, Change(newAgg, forwardedOld if s.sendOldValues else None), ts, record.headers())
+        out = Record(key, Change(newAgg, forwardedOld if s.sendOldValues else None), ts, record._headers)
         self.cache.forward(out, old is not None)

@@ -159,8 +159,8 @@ class RecordCache:
                 else:
                     valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
-        size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
-        for hkey, hvalue in record.headers() or ():
+        size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta[0]) if meta is not None and meta[0] else 0)
+        for hkey, hvalue in record._headers or ():
             size += len(hkey) + (len(hvalue) if hvalue is not None else 0)
         return size
 

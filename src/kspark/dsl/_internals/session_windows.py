@@ -55,7 +55,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         due = list(self.store.findSessionsByEnd(lower, upper))
         due.sort(key=lambda kv: (kv.key.window().end(), kv.key.window().start(), self.store._keyBytes(kv.key.key())))
         for kv in due:
-            self.context().forward(Record(kv.key, Change(kv.value, None), kv.key.window().end(), record.headers()))
+            self.context().forward(Record(kv.key, Change(kv.value, None), kv.key.window().end(), record._headers))
         self.meta["lastEmitWindowCloseTime"] = closeTime
 
     def _aggregate(self, record: Record) -> int | None:
@@ -89,13 +89,13 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
                 if not emitFinal:
                     # a session the store hides is not in it as far as the flush can tell: Kafka
                     # skips its tombstone (the flush finds no old value)
-                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record.headers()),
+                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record._headers),
                             (sEnd, sStart) not in hidden)
         agg = self.aggregator(key, record.value(), agg)
         existed = store.fetchSession(key, start, end) is not None
         store._putEntry(end, kb, start, key, agg)  # store.put(Windowed(key, [start, end]), agg)
         if not emitFinal:
-            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
+            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record._headers), existed)
         return closeTime
 
 

@@ -100,9 +100,9 @@ class KTableSuppress(ContextualProcessor):
             meta["bufferBytes"] -= previous[5]
         recordMeta = self.context().recordMetadata()
         size = 8 + len(keyBytes) + priorLen + oldLen + self._valueLen(change.newValue) + 20
-        size += len(recordMeta.topic) if recordMeta is not None and recordMeta.topic else 0
-        size += sum(len(k) + (len(v) if v is not None else 0) for k, v in record.headers() or ())
-        buffer[key] = [bufferTime, keyBytes, change, record.timestamp(), record.headers(), size, priorLen]
+        size += len(recordMeta[0]) if recordMeta is not None and recordMeta[0] else 0
+        size += sum(len(k) + (len(v) if v is not None else 0) for k, v in record._headers or ())
+        buffer[key] = [bufferTime, keyBytes, change, record.timestamp(), record._headers, size, priorLen]
         meta["bufferBytes"] += size
         self._enforceConstraints()
 

@@ -70,7 +70,7 @@ class KStreamWindowAggregate(ContextualProcessor):
             store._putBytes(kb, key, ValueAndTimestamp(newAgg, timestamp), start)  # store.put(key, ..., start)
             if not self.emitFinal:
                 oldAgg = old.value if self.sendOldValues and old is not None else None
-                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record._headers),
                                    old is not None)
         if self.emitFinal:
             self._maybeForwardFinalResult(record, closeTime)
@@ -98,5 +98,5 @@ class KStreamWindowAggregate(ContextualProcessor):
         if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
             return  # no new window closed since the last emission
         for kv in self.store._fetchAllTimeFirst(lower, upper):
-            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
         meta["lastEmitWindowCloseTime"] = closeTime
