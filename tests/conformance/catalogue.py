@@ -27,7 +27,6 @@ from kspark import (
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
 F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
-F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
@@ -960,25 +959,25 @@ GAP = timedelta(milliseconds=500)
 SSTORE = ({"name": "sstore", "kind": "session", "probe": list("abcd")},)
 
 
-@scenario("scount", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.inherit", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.inherit", F, **WIN)
 def _(b, p):
     (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count().toStream().to("out"))
 
 
-@scenario("scount.named", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count(Named.as_("sc"))
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.grace", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.grace", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=1000))).count().toStream()
@@ -993,7 +992,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress", F, xfailDescribe=F14, xfail={"nocache": F7}, **WIN)
+@scenario("scount.suppress", F, xfailDescribe=F14, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -1002,7 +1001,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress.named", F, xfailDescribe=F14, xfail={"nocache": F7}, **WIN)
+@scenario("scount.suppress.named", F, xfailDescribe=F14, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -1011,34 +1010,34 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.materialized", F, stores=SSTORE, xfail={"nocache": F7}, **WIN)
+@scenario("scount.materialized", F, stores=SSTORE, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .count(Materialized.as_("sstore")).toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.named.materialized", F, xfail={"nocache": F7}, stores=SSTORE, **WIN)
+@scenario("scount.named.materialized", F, stores=SSTORE, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .count(Named.as_("sc"), Materialized.as_("sstore")).toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("sreduce", F, xfail={"nocache": F7}, **WIN)
+@scenario("sreduce", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .reduce(lambda a, v: a + "+" + orDash(v)).toStream().map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("sreduce.named", F, xfail={"nocache": F7}, **WIN)
+@scenario("sreduce.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .reduce(lambda a, v: a + "+" + orDash(v), Named.as_("sr")).toStream()
      .map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("saggregate", F, xfail={"nocache": F7}, **WIN)
+@scenario("saggregate", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=200)))
@@ -1046,8 +1045,7 @@ def _(b, p):
      .map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("saggregate.materialized", F, stores=({"name": "sa", "kind": "session", "probe": list("abcd")},),
-          xfail={"nocache": F7}, **WIN)
+@scenario("saggregate.materialized", F, stores=({"name": "sa", "kind": "session", "probe": list("abcd")},), **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=200)))

@@ -3,7 +3,7 @@
 import pytest
 
 from kspark import (
-    Materialized, Produced, Serdes, SessionWindow, SessionWindows, StreamsBuilder, Windowed, WindowedSerdes,
+    Consumed, Materialized, Produced, Serdes, SessionWindow, SessionWindows, StreamsBuilder, Windowed, WindowedSerdes,
 )
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TestRecord, TopologyTestDriver
@@ -307,3 +307,27 @@ def test_sa11_st6_a_stream_time_jump_expires_a_segment_before_its_sessions_are_e
     assert out == [TestRecord(W("a", 0, 0), 1, 0)]     # segmentId(58,995) = 0: segment 0 lives, [0,0] emitted
     _, out = run(finalTopology("emit-final"), [("a", "x", 0), ("c", "x", 60_005)])
     assert out == []                                   # segmentId(60,000) = 1: segment 0 deleted first
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_sa8_uncached_session_updates_carry_no_headers_cached_ones_their_records(cached):
+    """FINDINGS F7: Kafka 4.3.1 forwards an uncached session update as new Record(windowedKey,
+    change, end), without headers; a cached one carries the headers of the record that wrote the
+    entry (here a@300's for both the tombstone and the merged session). Kafka 4.3.1's records."""
+    from kspark import KeyValue
+    from kspark.testing import TestRecord
+
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(500)).count().toStream()
+     .map(lambda w, c: KeyValue.pair(f"{w.key()}@{w.window().start()}/{w.window().end()}", c))
+     .to("out", Produced.with_(Serdes.String(), Serdes.Long())))
+    config = {} if cached else {"statestore.cache.max.bytes": 0}
+    with TopologyTestDriver(b.build(), config) as d:
+        i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+        i.pipeInput(TestRecord("a", "x", 1, (("h", b"\x01"),)))
+        i.pipeInput(TestRecord("a", "y", 300, (("h", b"\x02"),)))
+        out = [(r.key(), r.value(), r.timestamp(), r.headers())
+               for r in d.createOutputTopic("out", Serdes.String(), Serdes.Long()).readRecordsToList()]
+    h1, h2 = ((("h", b"\x01"),), (("h", b"\x02"),)) if cached else ((), ())
+    assert out == [("a@1/1", 1, 1, h1), ("a@1/1", None, 1, h2), ("a@1/300", 2, 300, h2)]

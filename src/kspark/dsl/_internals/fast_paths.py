@@ -251,10 +251,10 @@ def sessionFastPath(agg: "KStreamSessionWindowAggregate", task, source, node, to
         if start != ts or end != ts:
             for sEnd, sStart, sKey, _ in merged:
                 put(sEnd, kb, sStart, sKey, None)
-                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+                emit(sKey, sStart, sEnd, None, sEnd, (), innerBytes)
         value = aggregator(key, rec.value, value)
         put(end, kb, start, key, value)
-        emit(key, start, end, value, end, headers, innerBytes)
+        emit(key, start, end, value, end, (), innerBytes)  # uncached: no headers (F7)
 
     def countBody(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
         """``body`` for the DSL's ``count()``: its initializer (0), aggregator (+1) and merger (sum)
@@ -280,9 +280,9 @@ def sessionFastPath(agg: "KStreamSessionWindowAggregate", task, source, node, to
         if start != ts or end != ts:
             for sEnd, sStart, sKey, _ in merged:
                 put(sEnd, kb, sStart, sKey, None)
-                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+                emit(sKey, sStart, sEnd, None, sEnd, (), innerBytes)
         put(end, kb, start, key, value)
-        emit(key, start, end, value, end, headers, innerBytes)
+        emit(key, start, end, value, end, (), innerBytes)
 
     if agg.initializer is countInitializer and agg.aggregator is countAggregator and agg.merger is countMerger:
         body = countBody
