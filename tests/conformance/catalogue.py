@@ -30,7 +30,6 @@ F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
-F15 = "FINDINGS F15: windowed reduce after a null value"
 F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
 
 
@@ -894,7 +893,7 @@ def _nullFirst(rng):
             for v, ts in ((None, 100), (b"x".hex(), 200), (b"y".hex(), 300), (None, 1100), (b"z".hex(), 1200))]
 
 
-@scenario("wreduce.nullFirst", F, java="wreduce", steps=_nullFirst, xfail=F15,
+@scenario("wreduce.nullFirst", F, java="wreduce", steps=_nullFirst,
           **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).reduce(lambda a, v: a + "+" + orDash(v))

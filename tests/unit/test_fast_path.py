@@ -518,3 +518,18 @@ def test_a_sink_error_in_the_fused_loop_fails_as_per_node():
     assert errors[0][0].startswith("Exception caught in process. taskId=0_0, processor=KTABLE-TOSTREAM-0000000002")
     assert errors[0][1].startswith("ClassCastException while producing data to topic out. The value serializer "
                                    "org.apache.kafka.common.serialization.StringSerializer")
+
+
+def test_windowed_reduce_with_null_values_in_the_fused_loop_equals_per_node():
+    """FINDINGS F15 on both paths: a null first value makes a null aggregate (no window stored,
+    a tombstone forwarded), the next value starts the window again."""
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(milliseconds=1000)))
+     .reduce(lambda a, v: f"{a}+{v}", materialized=Materialized.as_("s").withCachingDisabled())
+     .toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 1000), Serdes.String())))
+    records = [("a", None, 100, ()), ("a", "x", 200, ()), ("b", "y", 250, ()), ("a", None, 300, ())]
+    fused, perNode = (onDriver(records, b.build(), f) for f in (True, False))
+    assert fused == perNode
+    assert [(k[:1], v, ts) for k, v, ts, _, _ in fused[0]] == [
+        (b"a", None, 100), (b"a", b"x", 200), (b"b", b"y", 250), (b"a", b"x+None", 300)]

@@ -180,3 +180,25 @@ def test_window_store_without_cache_hides_windows_past_retention():
             d.createInputTopic("in").pipeInput("k", "v", ts)
         assert list(d.getWindowStore("counts").fetch("k", 0, 30)) == [KeyValue(10, 2), KeyValue(20, 1)]
         assert d.getWindowStore("counts").fetch("k", 0) is None
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_t18_windowed_reduce_after_a_null_value_starts_again_from_the_next_value(cached):
+    """FINDINGS F15: Kafka's windowed reduce aggregates with ``agg == null ? value : reducer(agg,
+    value)``; a null first value makes a null aggregate, which deletes the window
+    (ValueAndTimestamp.make(null) is null) and is forwarded uncached as a tombstone (cached: a
+    window the store never held forwards nothing). Later nulls go to the reducer. Kafka 4.3.1's
+    records for a=null@100, x@200, y@300, null@400, z@500 (window [0, 1000))."""
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(1000)).reduce(lambda a, v: f"{a}+{v}")
+     .toStream().map(lambda w, v: KeyValue.pair(f"{w.key()}@{w.window().start()}", v)).to("out"))
+    config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
+    if not cached:
+        config["statestore.cache.max.bytes"] = 0
+    with TopologyTestDriver(b.build(), config) as d:
+        i = d.createInputTopic("in")
+        for value, ts in [(None, 100), ("x", 200), ("y", 300), (None, 400), ("z", 500)]:
+            i.pipeInput("a", value, ts)
+        out = [(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()]
+    first = [] if cached else [("a@0", None, 100)]
+    assert out == first + [("a@0", "x", 200), ("a@0", "x+y", 300), ("a@0", "x+y+None", 400), ("a@0", "x+y+None+z", 500)]

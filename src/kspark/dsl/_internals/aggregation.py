@@ -41,8 +41,11 @@ class KStreamAggregate(ContextualProcessor):
             return
         old = self.store.get(key)
         if old is None:
-            newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
-            timestamp, oldAgg = record.timestamp(), None
+            initial = None if self.reduce else self.initializer()
+            newAgg = value if self.reduce else self.aggregator(key, value, initial)
+            # Kafka: Change(newAgg, sendOldValues ? oldAgg : null) with oldAgg = initializer() for a
+            # new key; cached, the flush reads the old value from the store instead (none)
+            timestamp, oldAgg = record.timestamp(), initial if self.sendOldValues and not self.cache.enabled else None
         else:
             oldAgg = oldValueToForward(self, key, old.value, self.sendOldValues)  # sendOldValues: set by the table's supplier
             newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)

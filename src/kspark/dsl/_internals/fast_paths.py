@@ -325,7 +325,7 @@ def timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStre
                 else:
                     newAgg = aggregator(old.value, value) if reduce else aggregator(key, value, old.value)
                     timestamp = ts if ts > old.timestamp else old.timestamp
-                put(kb, key, _tupleNew(ValueAndTimestamp, (newAgg, timestamp)), start)
+                put(kb, key, None if newAgg is None else _tupleNew(ValueAndTimestamp, (newAgg, timestamp)), start)
                 emit(key, start, end, newAgg, timestamp, headers, innerBytes)
             start += advance
 

@@ -62,14 +62,21 @@ class KStreamWindowAggregate(ContextualProcessor):
                 kb = store._keyBytes(key)
             old = store._fetchBytes(kb, start)
             if old is None:
-                newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
+                # Kafka: oldAgg = initializer() (reduce: null, and "agg == null ? value : reducer(agg,
+                # value)", so a null value makes a null aggregate)
+                initial = None if self.reduce else self.initializer()
+                newAgg = value if self.reduce else self.aggregator(key, value, initial)
                 timestamp = ts
             else:
+                initial = old.value
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
-            store._putBytes(kb, key, ValueAndTimestamp(newAgg, timestamp), start)  # store.put(key, ..., start)
+            # ValueAndTimestamp.make(null, ts) is null: a null aggregate deletes the window
+            store._putBytes(kb, key, None if newAgg is None else ValueAndTimestamp(newAgg, timestamp), start)
             if not self.emitFinal:
-                oldAgg = old.value if self.sendOldValues and old is not None else None
+                # Change(newAgg, sendOldValues ? oldAgg : null), oldAgg the initializer's value for a
+                # new window; cached, the flush reads the old value from the store instead (none)
+                oldAgg = initial if self.sendOldValues and (old is not None or not self.cache.enabled) else None
                 self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record._headers),
                                    old is not None)
         if self.emitFinal:
