@@ -26,7 +26,6 @@ from kspark import (
 # Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
 F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
 F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
 F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
@@ -1068,13 +1067,12 @@ def _(b, p):
     b.table("in", Consumed.with_(Serdes.String(), Serdes.String())).toStream().to("out")
 
 
-@scenario("table.materialized", F, stores=({"name": "t", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.materialized", F, stores=({"name": "t", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in", Materialized.as_("t")).toStream().to("out")
 
 
-@scenario("table.consumed.materialized", F, xfail={"cache": F6}, stores=({"name": "t", "kind": "tkv"},), **TBL)
+@scenario("table.consumed.materialized", F, stores=({"name": "t", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in", Consumed.with_(Serdes.String(), Serdes.String()), Materialized.as_("t")).toStream().to("out")
 
@@ -1089,13 +1087,12 @@ def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Named.as_("flt")).toStream().to("out")
 
 
-@scenario("table.filter.materialized", F, stores=({"name": "f", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.filter.materialized", F, stores=({"name": "f", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Materialized.as_("f")).toStream().to("out")
 
 
-@scenario("table.filter.named.materialized", F, xfail={"cache": F6}, stores=({"name": "f", "kind": "tkv"},), **TBL)
+@scenario("table.filter.named.materialized", F, stores=({"name": "f", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Named.as_("flt"), Materialized.as_("f")).toStream().to("out")
 
@@ -1115,13 +1112,12 @@ def _(b, p):
     b.table("in").mapValues(lambda k, v: k + "=" + v).toStream().to("out")
 
 
-@scenario("table.mapValues.materialized", F, stores=({"name": "mv", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.mapValues.materialized", F, stores=({"name": "mv", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").mapValues(lambda v: v.upper(), Materialized.as_("mv")).toStream().to("out")
 
 
-@scenario("table.mapValues.named.materialized", F, xfail={"cache": F6}, stores=({"name": "mv", "kind": "tkv"},), **TBL)
+@scenario("table.mapValues.named.materialized", F, stores=({"name": "mv", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").mapValues(lambda v: v.upper(), Named.as_("up"), Materialized.as_("mv")).toStream().to("out")
 
@@ -1186,50 +1182,49 @@ def _(b, p):
      .toStream().to("out", LONGS))
 
 
-@scenario("table.join", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.join", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c).toStream().to("out")
 
 
-@scenario("table.leftJoin", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.leftJoin", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.leftJoin(b.table("in2"), lambda a, c: a + "|" + orDash(c)).toStream().to("out")
 
 
-@scenario("table.outerJoin", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.outerJoin", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.outerJoin(b.table("in2"), lambda a, c: orDash(a) + "|" + orDash(c)).toStream().to("out")
 
 
-@scenario("table.join.named", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.join.named", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn")).toStream().to("out")
 
 
-@scenario("table.join.materialized", F, stores=({"name": "j", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL2)
+@scenario("table.join.materialized", F, stores=({"name": "j", "kind": "tkv"},), **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Materialized.as_("j")).toStream().to("out")
 
 
-@scenario("table.join.named.materialized", F, xfail={"cache": F6}, stores=({"name": "j", "kind": "tkv"},), **TBL2)
+@scenario("table.join.named.materialized", F, stores=({"name": "j", "kind": "tkv"},), **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn"), Materialized.as_("j")).toStream().to("out")
 
 
-@scenario("table.suppress.timeLimit", F, xfail={"cache": F6}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.timeLimit", F, xfail={"cache": F14}, xfailDescribe=F14, **TBL)
 def _(b, p):
     (b.table("in").suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.unbounded()))
      .toStream().to("out"))
 
 
-@scenario("table.suppress.maxRecords", F, xfail={"cache": F6}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.maxRecords", F, xfail={"cache": F14}, xfailDescribe=F14, **TBL)
 def _(b, p):
     (b.table("in")
      .suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.maxRecords(2).emitEarlyWhenFull()))
@@ -1254,13 +1249,12 @@ def _(b, p):
     b.stream("in").toTable(Named.as_("as-table")).toStream().to("out")
 
 
-@scenario("toTable.materialized", F, stores=({"name": "tt", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("toTable.materialized", F, stores=({"name": "tt", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.stream("in").toTable(Materialized.as_("tt")).toStream().to("out")
 
 
-@scenario("toTable.named.materialized", F, xfail={"cache": F6}, stores=({"name": "tt", "kind": "tkv"},), **TBL)
+@scenario("toTable.named.materialized", F, stores=({"name": "tt", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.stream("in").toTable(Named.as_("as-table"), Materialized.as_("tt")).toStream().to("out")
 

@@ -83,7 +83,7 @@ class KTable:
         def storeBuilder():
             return keyValueStoreBuilder("KTable", materialized, storeName)
 
-        supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder)
+        supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder, materialized.caching)
         topology.addProcessor(tableName, supplier, parentName)
         if materialized.storeName is not None:
             supplier.materialize()
@@ -176,6 +176,7 @@ class KTable:
             valueSerde = materialized.valueSerde or (valueSerde if valueSerdeKept else None)
         name = builder._nameOrGenerate(nameOf(named), prefix)
         supplier = makeSupplier(queryableName)
+        supplier.caching = materialized is not None and materialized.caching
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
             builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
@@ -288,6 +289,7 @@ class KTable:
         thisName = builder._nameOrGenerate(f"{base}-join-this" if base else None, "KTABLE-JOINTHIS-")
         otherName = builder._nameOrGenerate(f"{base}-join-other" if base else None, "KTABLE-JOINOTHER-")
         merger = KTableKTableJoinMergerSupplier(joinThis, joinOther, storeName)
+        merger.caching = materialized is not None and materialized.caching
         topology.addProcessor(thisName, joinThis, self._name)
         topology.addProcessor(otherName, joinOther, other._name)
         topology.addProcessor(mergeName, merger, thisName, otherName)
