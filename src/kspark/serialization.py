@@ -32,8 +32,11 @@ class IncompatibleTypeException(SerializationException):
         """Java's ``ClassCastException`` message for this value and serializer, then kspark's text."""
         actual, expected = javaTypeName(self.data), getattr(self.serde, "javaType", None)
         text = f"class {actual} cannot be cast to class {expected}"
-        if expected is not None and all(n.startswith(("java.", "[")) for n in (actual, expected)):
-            text += f" ({actual} and {expected} are in module java.base of loader 'bootstrap')"
+        if expected is not None:
+            where = [("module java.base of loader 'bootstrap'" if n.startswith(("java.", "[")) else
+                      "unnamed module of loader 'app'") for n in (actual, expected)]
+            text += (f" ({actual} and {expected} are in {where[0]})" if where[0] == where[1] else
+                     f" ({actual} is in {where[0]}; {expected} is in {where[1]})")
         return TypeError(f"{text}: {self}")
 
 
@@ -49,9 +52,12 @@ def javaTypeName(value: Any) -> str:
     t = type(value)
     name = _JAVA_TYPES.get(t)
     if name is None:
-        name = "org.apache.kafka.streams.kstream.Windowed" if t.__name__ == "Windowed" else (
-            f"{t.__module__}.{t.__qualname__}")
+        name = _KAFKA_TYPES.get(t.__name__) or f"{t.__module__}.{t.__qualname__}"
     return name
+
+
+_KAFKA_TYPES = {"Windowed": "org.apache.kafka.streams.kstream.Windowed",
+                "Change": "org.apache.kafka.streams.kstream.internals.Change"}
 
 
 def javaSerializerName(serde: Any) -> str:

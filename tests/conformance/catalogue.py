@@ -26,9 +26,6 @@ from kspark import (
 # Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
-F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
-F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
 F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
 
 
@@ -849,7 +846,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -857,7 +854,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress.named", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Named.as_("wc"), Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -865,7 +862,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress.withName", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress.withName", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Named.as_("wc"), Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -990,7 +987,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress", F, xfailDescribe=F14, **WIN)
+@scenario("scount.suppress", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -999,7 +996,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress.named", F, xfailDescribe=F14, **WIN)
+@scenario("scount.suppress.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -1218,20 +1215,20 @@ def _(b, p):
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn"), Materialized.as_("j")).toStream().to("out")
 
 
-@scenario("table.suppress.timeLimit", F, xfail={"cache": F14}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.timeLimit", F, **TBL)
 def _(b, p):
     (b.table("in").suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.unbounded()))
      .toStream().to("out"))
 
 
-@scenario("table.suppress.maxRecords", F, xfail={"cache": F14}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.maxRecords", F, **TBL)
 def _(b, p):
     (b.table("in")
      .suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.maxRecords(2).emitEarlyWhenFull()))
      .toStream().to("out"))
 
 
-@scenario("count.suppress.maxBytes", F, xfailDescribe=F14, xfail=F8, **AGG)
+@scenario("count.suppress.maxBytes", F, **AGG)
 def _(b, p):
     (b.stream("in").groupByKey().count()
      .suppress(Suppressed.untilTimeLimit(timedelta(milliseconds=2000),
@@ -1434,7 +1431,7 @@ def _(b, p):
     b.stream("in").flatMap(lambda k, v: None if v is not None and v.startswith("x") else [KeyValue.pair(k, v)]).to("out")
 
 
-@scenario("fail.suppress.shutDown", F, xfailDescribe=F14, xfail=F8 + "; " + F14, inputs=TABLE)
+@scenario("fail.suppress.shutDown", F, inputs=TABLE)
 def _(b, p):
     (b.table("in")
      .suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.maxRecords(1).shutDownWhenFull()))
@@ -1482,7 +1479,7 @@ def _(b, p):
      .groupByKey().count().toStream().to("out", LONGS))
 
 
-@scenario("fail.suppress.defaultSerdes", F, xfailDescribe=F14, xfail=F13, cached=True)
+@scenario("fail.suppress.defaultSerdes", F, cached=True)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500))).count()
      .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())).toStream()

@@ -225,7 +225,8 @@ def finalTopology(mode, windows=None):
 
     windows = windows or SessionWindows.ofInactivityGapWithNoGrace(5)
     b = StreamsBuilder()
-    grouped = b.stream("in").groupByKey().windowedBy(windows)
+    # String keys known to the table: its suppress buffer serializes Windowed keys (F13)
+    grouped = b.stream("in", Consumed.with_(Serdes.String(), Serdes.JSON())).groupByKey().windowedBy(windows)
     if mode == "emit-final":
         table = grouped.emitStrategy(EmitStrategy.onWindowClose()).count(materialized=Materialized.as_("s"))
     else:
@@ -268,7 +269,8 @@ def test_su4_bounded_buffer_that_overflows_fails():
     from kspark import StreamsException, Suppressed
 
     b = StreamsBuilder()
-    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5)).count()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.JSON())).groupByKey()
+     .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5)).count()
      .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.maxRecords(1).shutDownWhenFull()).withName("sup")))
     with TopologyTestDriver(b.build()) as d:
         i = d.createInputTopic("in")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
+from ..state._suppression_buffer import SuppressionBufferStoreBuilder
 from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
@@ -121,14 +122,23 @@ class KTable:
         if untilWindowCloses and self._windowCloseDuration is None:
             raise TopologyException("Window close time is only defined for windowed computations. Got "
                                     f"[{_graphChain(self._builder, self._name)}].")
-        name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
+        builder = self._builder
+        name = suppressed.name or builder._newProcessorName("KTABLE-SUPPRESS-")
+        # Kafka: "<name>-store", else a generated store name (which burns an index)
+        storeName = f"{suppressed.name}-store" if suppressed.name else builder._newStoreName("KTABLE-SUPPRESS-")
         duration = self._windowCloseDuration if untilWindowCloses else suppressed.timeLimitMs
-        config, storeName = suppressed.bufferConfig, self._storeName
+        config = suppressed.bufferConfig
+        # KTableSuppressProcessorSupplier: "the suppress buffer requires seeing the old values";
+        # forced, so a source table is materialized for it
+        self._enableSendingOldValues(True)
         supplier = KTableSuppressSupplier(
             self, lambda: KTableSuppress(duration, config, name, untilWindowCloses, untilWindowCloses, storeName))
-        self._builder._topology.addProcessor(name, supplier, self._name)
-        return KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None, self._keySerde,
-                      self._valueSerde)
+        builder._topology.addProcessor(name, supplier, self._name)
+        builder._topology.addStateStore(SuppressionBufferStoreBuilder(storeName, self._keySerde, self._valueSerde), name)
+        table = KTable(builder, name, self._storeName, self._sourceTopics, supplier, None, self._keySerde,
+                       self._valueSerde)
+        table._windowCloseDuration = self._windowCloseDuration
+        return table
 
     def queryableStoreName(self) -> str | None:
         """The name of the store to query (``TopologyTestDriver.getKeyValueStore``, Spark
@@ -180,7 +190,9 @@ class KTable:
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
             builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
-        return KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
+        table = KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
+        table._windowCloseDuration = self._windowCloseDuration  # SU-1 walks up to the windowed aggregation
+        return table
 
     def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
         """A table of the entries for which ``predicate(key, value)`` is true (Kafka ``KTable#filter``).

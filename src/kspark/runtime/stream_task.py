@@ -290,6 +290,23 @@ class SinkWriter:
             raise serializationError(serde, what, topic, data, partitions, timestamp, e)
 
 
+def classCastInvoking(nodeName: str, record: Record, cause) -> StreamsException:
+    """What Kafka's ``ProcessorNode.process`` raises for a ``ClassCastException`` in a processor
+    (kspark: a value of a type a serde cannot take, e.g. a store's or a suppress buffer's): not
+    given to that node's processing handler, so the nodes above meet it (a processing error of
+    theirs), or, from a cache flush, the commit."""
+    key, value = record.key(), record.value()
+    return StreamsException(
+        f"ClassCastException invoking processor: {nodeName}. Do the Processor's input types match the deserialized "
+        "types? Check the Serde setup and change the default Serdes in StreamConfig or provide correct Serdes via "
+        "method parameters. Make sure the Processor can accept the deserialized input of type key: "
+        f"{'unknown because key is null' if key is None else javaTypeName(key)}, and value: "
+        f"{'unknown because value is null' if value is None else javaTypeName(value)}.\nNote that although incorrect "
+        "Serdes are a common cause of error, the cast exception might have another cause (in user code, for example). "
+        "For example, if a processor wires in a store, but casts the generics incorrectly, a class cast exception "
+        "could be raised during processing, but the cause would not be wrong Serdes.")
+
+
 def serializationError(serde, what: str, topic: str, data, partitions, timestamp: int, cause: Exception) -> StreamsException:
     """What a sink raises when ``serde`` fails to serialize its ``what`` ("key" or "value")
     ``data``, as Kafka's ``RecordCollectorImpl.send``: a value of a type the serializer cannot take
@@ -475,7 +492,9 @@ class StreamTask:
                 call(record)
             except Exception as e:
                 if getattr(e, "failedProcessing", False):  # a descendant's failure, handled there (FAIL)
-                    raise  # KIP-1033: handled at the failing node; siblings go on
+                    raise
+                if isinstance(e, IncompatibleTypeException):  # Java's ClassCastException: not this node's handler's
+                    raise classCastInvoking(node.name, record, e) from e.classCast()  # KIP-1033: handled at the failing node; siblings go on
                 # (Kafka's ProcessorNode: a StreamsException too, such as a sink's serialization
                 # error, which a sink has no handler of its own for)
                 self._onProcessingError(node, record, e)
@@ -723,11 +742,13 @@ class StreamTask:
             except Exception as e:
                 # Kafka's ProcessorStateManager.flushCache: a record failing downstream of a flush
                 # (its processing handler said FAIL) fails the flush of that store
+                # (a StreamsException of Streams' own as it is, a handled failure as its cause)
                 store = getattr(getattr(callback, "__self__", None), "store", None)
-                if not getattr(e, "failedProcessing", False) or e.__cause__ is None or store is None:
+                failed = getattr(e, "failedProcessing", False)
+                if store is None or (isinstance(e, StreamsException) and not failed):
                     raise
                 raise ProcessorStateException(f"{self.logPrefix}Failed to flush cache of store {store.name()}") \
-                    from e.__cause__
+                    from (e.__cause__ if failed else e)
             finally:
                 context.currentNode = None
 

@@ -87,7 +87,8 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     import struct
 
     from ...runtime.partitioner import partitionForKey
-    from ...runtime.stream_task import ProducedRecord, serializationError
+    from ...runtime.stream_task import ProducedRecord, classCastInvoking, serializationError
+    from ...serialization import IncompatibleTypeException
     from .common import Change
     from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
@@ -189,6 +190,8 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         except Exception as e:  # KIP-1033, as StreamTask._processorCall
             if getattr(e, "failedProcessing", False):  # failed (and handled) downstream
                 raise
+            if isinstance(e, IncompatibleTypeException):  # as the per-node path: not this node's handler's
+                raise classCastInvoking(node.name, Record(key, rec.value, ts, rec.headers), e) from e.classCast()
             context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
             context.currentNode = node
             try:
