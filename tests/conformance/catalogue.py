@@ -26,7 +26,6 @@ from kspark import (
 # Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
 # scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
 # marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
 
 
 # ------------------------------------------------------------------------------ input generators
@@ -827,7 +826,7 @@ def _(b, p):
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.emitFinal", F, xfail={"cache": F17}, **WIN)
+@scenario("wcount.emitFinal", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
@@ -838,8 +837,7 @@ def _expiredBeforeClose(rng):
     return [{"pipe": "in", "k": b"a".hex(), "v": b"x".hex(), "ts": ts, "h": []} for ts in (1456, 3218, 3300)]
 
 
-@scenario("wcount.emitFinal.expiredInCache", F, java="wcount.emitFinal", steps=_expiredBeforeClose,
-          xfail={"cache": F17}, **WIN)
+@scenario("wcount.emitFinal.expiredInCache", F, java="wcount.emitFinal", steps=_expiredBeforeClose, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()

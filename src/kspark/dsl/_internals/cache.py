@@ -35,16 +35,23 @@ dirty, not deleted, no retention bound), as Kafka's ``CachingSessionStore.findSe
 the cache with the store's clamped read. The store is written through, so a cached session differs
 from the store only when the store already hides it past its retention: those are added to the
 lookup (``withHiddenSessions``), and when merged away their tombstone is skipped at the flush (the
-store has no old value). Window and key-value lookups are not routed through the cache (their
-stores show nothing the cache would show differently in these processors).
+store has no old value). An emit-update window and key-value lookups are not routed through the
+cache (their stores show nothing the cache would show differently in these processors).
+
+Emit-on-window-close (KIP-825) caches its window store without a flush listener: the cache
+forwards nothing, but the final scan reads through it (``CachingWindowStore.fetchAll`` merges the
+cache with the store), so a window the store already hides past its retention is still emitted
+while it is cached (``hiddenWindows``). Kafka's underlying store only learns a later window at the
+flush, so it may show a window that kspark's written-through store hides and the cache has evicted;
+with a cache that holds the task's open windows (the default 10 MB) the two agree.
 
 A Spark micro-batch is a commit, not a restart, so a task rebuilt from Spark's state between
 batches must find the cache a running Kafka task would have (Kafka itself starts with an empty
-cache only after a restart or rebalance): at each checkpoint a session cache writes its entries,
-least recently used first, to the node's checkpointed state as flat ``(key, start, end, size,
-value)`` tuples (entries are clean after the commit), and a rebuilt task reads them back. Key-value
-and window caches are not checkpointed: a rebuilt task starts them empty, which can move an
-eviction, never the last value forwarded per key.
+cache only after a restart or rebalance): at each checkpoint a cache that is read through (session,
+emit-final window) writes its entries, least recently used first, to the node's checkpointed state
+as flat ``(key, start, end, size, value, timestamp)`` tuples (entries are clean after the commit),
+and a rebuilt task reads them back. The other caches are not checkpointed: a rebuilt task starts
+them empty, which can move an eviction, never the last value forwarded per key.
 """
 
 from __future__ import annotations
@@ -105,8 +112,11 @@ class RecordCache:
     ``"session"`` (for the size accounting); ``store`` gives the serdes.
     """
 
-    def __init__(self, processor, enabled: bool, store=None, schema: str = "keyValue") -> None:
+    def __init__(self, processor, enabled: bool, store=None, schema: str = "keyValue", forwards: bool = True) -> None:
         self.processor, self.enabled = processor, enabled
+        # False: a caching store without a flush listener (emit-final's window store): entries are
+        # kept (and read) as in Kafka's cache, a flush or eviction forwards nothing
+        self.forwards = forwards
         self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
         self.dirty: dict[Any, None] = {}                         # order of each key's last update
         self.sizeBytes = 0
@@ -120,12 +130,12 @@ class RecordCache:
             self.store, self.schema = store, schema
             if store is not None:
                 self.task.byStore[store.name()] = self
-            if schema == "session":
-                state = context.nodeState()
-                saved = state.pop("sessionCache", None)
+            if schema == "session" or not forwards:  # the caches read through: see the module docstring
+                state, slot = context.nodeState(), f"{schema}Cache"
+                saved = state.pop(slot, None)
                 if saved:
-                    self._restoreSessions(saved)
-                context.registerCheckpointCallback(lambda: state.__setitem__("sessionCache", self._savedSessions()))
+                    self._restore(saved)
+                context.registerCheckpointCallback(lambda: state.__setitem__(slot, self._saved()))
             self._keyLens: dict = {}
             # a Long serde always writes 8 bytes: counts need no serializing to be sized
             self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
@@ -167,7 +177,8 @@ class RecordCache:
     # -- NamedCache
     def forward(self, record, existedInStore: bool) -> None:
         if not self.enabled:
-            self.processor.context().forward(record)
+            if self.forwards:
+                self.processor.context().forward(record)
             return
         key = record.key()
         change = record.value()
@@ -245,9 +256,9 @@ class RecordCache:
             return merged, ()
         return sorted([*merged, *extra], key=lambda e: (e[0], e[1])), {(e[0], e[1]) for e in extra}
 
-    def _savedSessions(self) -> list:
-        """The session cache as flat tuples for the checkpoint, least recently used first: clean
-        entries ``(key, start, end, size, value)``, a dirty one (not after a commit) whole."""
+    def _saved(self) -> list:
+        """The cache as flat tuples for the checkpoint, least recently used first: clean entries
+        ``(key, start, end, size, value, timestamp)``, a dirty one (not after a commit) whole."""
         saved = []
         dirtyOrder = {key: n for n, key in enumerate(self.dirty)}
         for windowed, entry in self.entries.items():
@@ -255,13 +266,16 @@ class RecordCache:
                 saved.append((windowed, entry, dirtyOrder[windowed]))
             else:
                 window = windowed.window()
-                saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue))
+                saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue,
+                              entry.record.timestamp()))
         return saved
 
-    def _restoreSessions(self, saved: list) -> None:
+    def _restore(self, saved: list) -> None:
         from ...processor import Record
-        from .._windows import SessionWindow, Windowed
+        from .._windows import SessionWindow, TimeWindow, Windowed
         from .common import Change
+
+        Window = SessionWindow if self.schema == "session" else TimeWindow
 
         dirty = []
         for item in saved:
@@ -269,16 +283,35 @@ class RecordCache:
                 windowed, entry, n = item
                 dirty.append((n, windowed))
             else:
-                key, start, end, size, value = item
-                windowed = Windowed(key, SessionWindow(start, end))
-                entry = _Entry(Record(windowed, Change(value, None), end, ()), True, size)
+                key, start, end, size, value, ts = item
+                windowed = Windowed(key, Window(start, end))
+                entry = _Entry(Record(windowed, Change(value, None), ts, ()), True, size)
                 entry.dirty = False
             self.entries[windowed] = entry
-            if entry.record.value().newValue is not None:
+            if self.schema == "session" and entry.record.value().newValue is not None:
                 self._index(windowed)
             self.sizeBytes += entry.size
         self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes
+
+    def hiddenWindows(self, shown: list, timeFrom: int, timeTo: int) -> list:
+        """``shown`` (a window store's ``KeyValue(Windowed, ValueAndTimestamp)`` for windows
+        starting in ``[timeFrom, timeTo]``, by start then key bytes) plus the cached windows in
+        that range it does not show (past the store's retention), in the same order: Kafka's
+        ``CachingWindowStore.fetchAll`` merges the cache, which has no retention, with the store."""
+        from ...keyvalue import KeyValue
+        from ...state import ValueAndTimestamp
+
+        seen = {kv.key for kv in shown}
+        extra = [KeyValue(windowed, ValueAndTimestamp(self.store._thaw(entry.record.value().newValue),
+                                                      entry.record.timestamp()))
+                 for windowed, entry in self.entries.items()
+                 if timeFrom <= windowed.window().start() <= timeTo and windowed not in seen
+                 and entry.record.value().newValue is not None]
+        if not extra:
+            return shown
+        keyBytes = self.store._keyBytes
+        return sorted([*shown, *extra], key=lambda kv: (kv.key.window().start(), keyBytes(kv.key.key())))
 
     def cachedValues(self, key=None) -> list:
         """The cached entries with a value (a tombstone hides nothing the store still holds: the
@@ -328,7 +361,7 @@ class RecordCache:
         context = self.processor.context()
         current = context.metadata
         try:
-            for entry in out:
+            for entry in out if self.forwards else ():
                 if entry.record.value().newValue is None and not entry.existed:
                     continue   # created and removed between two flushes: the store never saw it
                 # Kafka: context.setRecordContext(entry.context()) before forwarding a flushed entry
