@@ -584,12 +584,14 @@ class SessionBytesStoreSupplier(NamedTuple):
 
 
 class WindowBytesStoreSupplier(NamedTuple):
-    """Names a window store: retention and window size in ms (Kafka ``WindowBytesStoreSupplier``)."""
+    """Names a window store: retention and window size in ms, whether it keeps every value put
+    (``retainDuplicates``: the stores of stream-stream joins) (Kafka ``WindowBytesStoreSupplier``)."""
 
     name: str
     retentionPeriod: int
     windowSize: int
     persistent: bool
+    retainDuplicates: bool = False
 
 
 class KeyValueBytesStoreSupplier(NamedTuple):
@@ -651,6 +653,12 @@ class StoreBuilder:
                                 s.persistent, s.retentionPeriod)
         if isinstance(self._supplier, WindowBytesStoreSupplier):
             s = self._supplier
+            if s.retainDuplicates:
+                from ._join_stores import DuplicatesWindowStore
+
+                return DuplicatesWindowStore(s.name, self._keySerde or defaultKeySerde,
+                                             self._valueSerde or defaultValueSerde, s.persistent, s.retentionPeriod,
+                                             s.windowSize)
             store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
                                 s.persistent, s.retentionPeriod, s.windowSize)
             store.timestamped = self._timestampedWindows
@@ -682,7 +690,9 @@ class Stores:
 
     @staticmethod
     def inMemoryWindowStore(name: str, retentionPeriod, windowSize, retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
-        """A window store keeping windows for ``retentionPeriod`` (ms or timedelta) after their start."""
+        """A window store keeping windows for ``retentionPeriod`` (ms or timedelta) after their start;
+        with ``retainDuplicates`` every value put is kept (what a stream-stream join's
+        ``StreamJoined.withThisStoreSupplier`` needs)."""
         return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=False)
 
     @staticmethod
@@ -745,9 +755,7 @@ def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persist
     if size > retention:
         raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
                          f"Got size=[{size}], retention=[{retention}]")
-    if retainDuplicates:
-        raise NotImplementedError("retainDuplicates window stores (stream-stream joins) are not supported yet")
-    return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent)
+    return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent, bool(retainDuplicates))
 
 
 def _sessionSupplier(name, retentionPeriod, persistent) -> SessionBytesStoreSupplier:
