@@ -8,7 +8,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
-    Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
+    Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder,
     SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes, Windows,
 )
@@ -64,14 +64,14 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable",
+        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
         "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
         "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",
