@@ -9,7 +9,7 @@ from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
     Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder,
-    SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
+    SessionWindow, SessionWindowedKStream, SessionWindows, SlidingWindowedKStream, SlidingWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes, Windows,
 )
 from .errors import (
@@ -71,7 +71,7 @@ __all__ = sorted(
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",

@@ -13,7 +13,7 @@ from ._overloads import bind
 if TYPE_CHECKING:
     from ._kstream import KStream
 
-__all__ = ["KGroupedStream", "SessionWindowedKStream", "TimeWindowedKStream"]
+__all__ = ["KGroupedStream", "SessionWindowedKStream", "SlidingWindowedKStream", "TimeWindowedKStream"]
 
 
 def _countForms(cls: str) -> tuple[str, str]:
@@ -116,6 +116,7 @@ class KGroupedStream:
     def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
         """Aggregate in windows (Kafka ``KGroupedStream#windowedBy``): ``TimeWindows`` or any other
         ``Windows`` subclass (custom ``windowsFor``) give a ``TimeWindowedKStream``,
+        ``SlidingWindows`` a ``SlidingWindowedKStream`` (Kafka's ``TimeWindowedKStream`` interface),
         ``SessionWindows`` a ``SessionWindowedKStream``.
 
         Raises
@@ -123,13 +124,15 @@ class KGroupedStream:
         TypeError
             For anything else.
         """
-        from ._windows import SessionWindows, Windows
+        from ._windows import SessionWindows, SlidingWindows, Windows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedKStream(self, windows)
         if not isinstance(windows, Windows):
-            raise TypeError(f"KGroupedStream.windowedBy(): takes Windows (TimeWindows or a subclass of Windows) or "
-                            f"SessionWindows, got {type(windows).__name__}")
+            raise TypeError(f"KGroupedStream.windowedBy(): takes Windows (TimeWindows or a subclass of Windows), "
+                            f"SlidingWindows or SessionWindows, got {type(windows).__name__}")
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None,
@@ -231,8 +234,7 @@ class TimeWindowedKStream(_WindowedKStream):
         emitFinal = self._emitFinal
 
         def storeBuilder(storeName):
-            supplier = _supplierOf("TimeWindowedKStream", materialized, WindowBytesStoreSupplier,
-                                   "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
+            supplier = _windowSupplierOf("TimeWindowedKStream", materialized)
             builder = Stores.timestampedWindowStoreBuilder(
                 supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
                 materialized.keySerde, materialized.valueSerde)
@@ -247,6 +249,73 @@ class TimeWindowedKStream(_WindowedKStream):
         )
         table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
         return table
+
+
+class SlidingWindowedKStream(TimeWindowedKStream):
+    """A grouped stream in sliding windows (Kafka's ``SlidingWindowedKStreamImpl``, returned as its
+    ``TimeWindowedKStream``; KIP-450). Results are keyed by ``Windowed(key, TimeWindow(start,
+    start + timeDifference))`` and stored in a window store of window size ``timeDifference`` and
+    retention ``2 * timeDifference + grace`` (``Materialized.withRetention`` may raise it, not
+    lower it). The result's key serde is Kafka's time-windowed serde with that window size.
+
+    ``count/reduce/aggregate`` take the forms of ``TimeWindowedKStream``'s; updates are emitted on
+    every change (a record updates every window it falls in and may create up to three), or once
+    per window after it closes with ``emitStrategy(EmitStrategy.onWindowClose())``; ``suppress``
+    works as for time windows (close = window end + grace). Late records (their window ``[t - d, t]``
+    ends before ``streamTime - grace``) and null keys or values are dropped and counted.
+    """
+
+    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
+        """Records per key and sliding window, ``Serdes.Long()`` values (Kafka
+        ``TimeWindowedKStream#count`` of ``SlidingWindowedKStreamImpl``; unlike time windows,
+        ``count(Materialized)`` burns no store name)."""
+        named, materialized = _options("SlidingWindowedKStream.count", _countForms("SlidingWindowedKStream")[1],
+                                       named, materialized)
+        materialized = self._grouped._withSerdes(materialized, Serdes.Long())
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, lambda: 0, lambda k, v, a: a + 1, False)
+
+    def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
+        from ._internals.sliding_windows import KStreamSlidingWindowAggregate
+        from ._windows import WindowedSerdes
+
+        windows, emitFinal = self._windows, self._emitFinal
+        d, grace = windows.timeDifferenceMs(), windows.gracePeriodMs()
+        retention = materialized.retentionMs if materialized.retentionMs is not None else grace + 2 * d
+        if reduce:  # Kafka aggregatorForReducer with the reduce initializer (null)
+            reducer = aggregator
+            initializer, aggregator = (lambda: None), (lambda k, v, agg: v if agg is None else reducer(agg, v))
+
+        def storeBuilder(storeName):
+            # Kafka SlidingWindowStoreMaterializer
+            if d * 2 + grace > retention:
+                raise ValueError(f"The retention period of the window store {storeName} must be no smaller than 2 * "
+                                 f"time difference plus the grace period. Got time difference=[{d}], grace=[{grace}], "
+                                 f"retention=[{retention}]")
+            supplier = _windowSupplierOf("SlidingWindowedKStream", materialized)
+            builder = Stores.timestampedWindowStoreBuilder(supplier or Stores.persistentWindowStore(storeName, retention, d),
+                                                           materialized.keySerde, materialized.valueSerde)
+            return builder if materialized.logging else builder.withLoggingDisabled()
+
+        keySerde = materialized.keySerde
+        table = self._grouped._aggregate(
+            prefix, named, materialized,
+            lambda store: KStreamSlidingWindowAggregate(store, windows, initializer, aggregator, materialized.caching,
+                                                        emitFinal),
+            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, d),
+        )
+        table._windowCloseDuration = grace  # SU-1: sliding windows close at end + grace
+        return table
+
+
+def _windowSupplierOf(method: str, materialized: Materialized):
+    """``Materialized``'s window store supplier, if any; one that retains duplicates (a join's) is
+    refused: Kafka would store every update of a window as a new value."""
+    supplier = _supplierOf(method, materialized, WindowBytesStoreSupplier,
+                           "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
+    if supplier is not None and supplier.retainDuplicates:
+        raise ValueError(f"{method}(): the window store supplier {supplier.name} retains duplicates; a windowed "
+                         "aggregation needs one that does not (Kafka's results with it are undefined)")
+    return supplier
 
 
 class SessionWindowedKStream(_WindowedKStream):

@@ -8,8 +8,8 @@ from ..state._window import SessionWindow, TimeWindow, Window, Windowed
 
 _END_START = struct.Struct(">qq")  # SessionKeySchema suffix: 8-byte end, 8-byte start, big-endian
 
-__all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes",
-           "Windows"]
+__all__ = ["JoinWindows", "SessionWindow", "SessionWindows", "SlidingWindows", "TimeWindow", "TimeWindows", "Window",
+           "Windowed", "WindowedSerdes", "Windows"]
 
 
 class SessionWindows:
@@ -154,6 +154,69 @@ class TimeWindows(Windows):
 
     def __repr__(self) -> str:
         return f"TimeWindows{{sizeMs={self.sizeMs}, advanceMs={self.advanceMs}, graceMs={self._graceMs}}}"
+
+
+class SlidingWindows:
+    """Windows of a fixed time difference that slide with the records (Kafka ``SlidingWindows``,
+    KIP-450), for ``KGroupedStream.windowedBy``.
+
+    Two records of a key are in a common window iff their timestamps differ by at most
+    ``timeDifference`` (both bounds inclusive). Each record at ``t`` has a window ``[t - d, t]``
+    ending at it and, when later records follow within ``d``, one ``[t + 1, t + 1 + d]`` starting
+    right after it, so there is one window per distinct set of records within ``d``; windowed
+    keys show them as ``TimeWindow(start, start + d)``. A window accepts records until stream time
+    passes ``end + grace``; later records are dropped and counted.
+
+    ``count()`` with ``ofTimeDifferenceWithNoGrace(10)``, one key, what each record forwards:
+
+    ======  ==========================  =======================================================
+    record  forwarded (window: count@t)  why
+    ======  ==========================  =======================================================
+    k@5     [0,10]: 1@5                 before ``d`` the records share one window ``[0, d]``
+    k@12    [6,16]: 1@12, [2,12]: 2@12  5's right window (after 5, holds 12); 12's left window
+    k@30    [20,30]: 1@30               nothing within 10 ms
+    ======  ==========================  =======================================================
+
+    Raises
+    ------
+    ValueError
+        ``"Window time difference must not be negative."`` / ``"Window grace period must not be
+        negative."`` (Kafka's ``IllegalArgumentException``).
+    """
+
+    def __init__(self, timeDifferenceMs: int, graceMs: int) -> None:
+        if timeDifferenceMs < 0:
+            raise ValueError("Window time difference must not be negative.")
+        if graceMs < 0:
+            raise ValueError("Window grace period must not be negative.")
+        self._timeDifferenceMs, self._graceMs = timeDifferenceMs, graceMs
+
+    @staticmethod
+    def ofTimeDifferenceWithNoGrace(timeDifference: Duration) -> "SlidingWindows":
+        """Records within ``timeDifference`` (ms or timedelta) of each other share windows; grace 0."""
+        return SlidingWindows(toMillis(timeDifference, "timeDifference"), 0)
+
+    @staticmethod
+    def ofTimeDifferenceAndGrace(timeDifference: Duration, afterWindowEnd: Duration) -> "SlidingWindows":
+        """As ``ofTimeDifferenceWithNoGrace``; out-of-order records are accepted until
+        ``afterWindowEnd`` after a window's end."""
+        return SlidingWindows(toMillis(timeDifference, "timeDifference"), toMillis(afterWindowEnd, "afterWindowEnd"))
+
+    def timeDifferenceMs(self) -> int:
+        return self._timeDifferenceMs
+
+    def gracePeriodMs(self) -> int:
+        return self._graceMs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SlidingWindows) and (self._timeDifferenceMs, self._graceMs) == (
+            other._timeDifferenceMs, other._graceMs)
+
+    def __hash__(self) -> int:
+        return hash((self._timeDifferenceMs, self._graceMs))
+
+    def __repr__(self) -> str:
+        return f"SlidingWindows{{, sizeMs={self._timeDifferenceMs}, graceMs={self._graceMs}}}"  # Kafka's toString
 
 
 _DEPRECATED_DEFAULT_24_HR_GRACE_PERIOD = 24 * 3600 * 1000
