@@ -11,6 +11,7 @@ from ._ktable import KTable
 from ._overloads import bind
 
 if TYPE_CHECKING:
+    from ._cogrouped import CogroupedKStream
     from ._kstream import KStream
 
 __all__ = ["KGroupedStream", "SessionWindowedKStream", "SlidingWindowedKStream", "TimeWindowedKStream"]
@@ -112,6 +113,20 @@ class KGroupedStream:
         caching = materialized.caching
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
                                lambda store: KStreamAggregate(store, initializer, aggregator, caching=caching))
+
+    def cogroup(self, aggregator: Callable) -> "CogroupedKStream":
+        """Start a cogrouped aggregation with this grouped stream and its ``aggregator(key, value,
+        aggregate)`` (Kafka ``KGroupedStream#cogroup``, KIP-150); add more grouped streams with
+        ``CogroupedKStream.cogroup`` and finish with ``aggregate`` or ``windowedBy(...).aggregate``.
+
+        Raises
+        ------
+        TypeError
+            If ``aggregator`` is not callable.
+        """
+        from ._cogrouped import CogroupedKStream
+
+        return CogroupedKStream(self).cogroup(self, aggregator)
 
     def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
         """Aggregate in windows (Kafka ``KGroupedStream#windowedBy``): ``TimeWindows`` or any other
@@ -220,25 +235,8 @@ class TimeWindowedKStream(_WindowedKStream):
         from ._windows import WindowedSerdes
 
         windows = self._windows
-        retention = materialized.retentionMs
-        minimum = windows.size() + windows.gracePeriodMs()
-        if retention is None:
-            retention = minimum
-        elif retention < minimum:
-            raise ValueError(
-                f"The retention period of the window store {materialized.storeName} must be no smaller than its "
-                f"window size plus the grace period. Got size=[{windows.size()}], grace=[{windows.gracePeriodMs()}], "
-                f"retention=[{retention}]"
-            )
-
+        storeBuilder = timeWindowStore("TimeWindowedKStream", materialized, windows)
         emitFinal = self._emitFinal
-
-        def storeBuilder(storeName):
-            supplier = _windowSupplierOf("TimeWindowedKStream", materialized)
-            builder = Stores.timestampedWindowStoreBuilder(
-                supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
-                materialized.keySerde, materialized.valueSerde)
-            return builder if materialized.logging else builder.withLoggingDisabled()
 
         keySerde = materialized.keySerde
         table = self._grouped._aggregate(
@@ -279,31 +277,20 @@ class SlidingWindowedKStream(TimeWindowedKStream):
         from ._windows import WindowedSerdes
 
         windows, emitFinal = self._windows, self._emitFinal
-        d, grace = windows.timeDifferenceMs(), windows.gracePeriodMs()
-        retention = materialized.retentionMs if materialized.retentionMs is not None else grace + 2 * d
         if reduce:  # Kafka aggregatorForReducer with the reduce initializer (null)
             reducer = aggregator
             initializer, aggregator = (lambda: None), (lambda k, v, agg: v if agg is None else reducer(agg, v))
-
-        def storeBuilder(storeName):
-            # Kafka SlidingWindowStoreMaterializer
-            if d * 2 + grace > retention:
-                raise ValueError(f"The retention period of the window store {storeName} must be no smaller than 2 * "
-                                 f"time difference plus the grace period. Got time difference=[{d}], grace=[{grace}], "
-                                 f"retention=[{retention}]")
-            supplier = _windowSupplierOf("SlidingWindowedKStream", materialized)
-            builder = Stores.timestampedWindowStoreBuilder(supplier or Stores.persistentWindowStore(storeName, retention, d),
-                                                           materialized.keySerde, materialized.valueSerde)
-            return builder if materialized.logging else builder.withLoggingDisabled()
+        storeBuilder = slidingWindowStore("SlidingWindowedKStream", materialized, windows)
 
         keySerde = materialized.keySerde
         table = self._grouped._aggregate(
             prefix, named, materialized,
             lambda store: KStreamSlidingWindowAggregate(store, windows, initializer, aggregator, materialized.caching,
                                                         emitFinal),
-            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, d),
+            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde,
+                                                                                             windows.timeDifferenceMs()),
         )
-        table._windowCloseDuration = grace  # SU-1: sliding windows close at end + grace
+        table._windowCloseDuration = windows.gracePeriodMs()  # SU-1: sliding windows close at end + grace
         return table
 
 
@@ -369,21 +356,7 @@ class SessionWindowedKStream(_WindowedKStream):
         from ._windows import WindowedSerdes
 
         windows = self._windows
-        minimum = windows.inactivityGap() + windows.gracePeriodMs()
-        retention = minimum if materialized.retentionMs is None else materialized.retentionMs
-        if retention < minimum:
-            raise ValueError(
-                f"The retention period of the session store {materialized.storeName} must be no smaller than the "
-                f"session inactivity gap plus the grace period. Got gap=[{windows.inactivityGap()}], "
-                f"grace=[{windows.gracePeriodMs()}], retention=[{retention}]"
-            )
-
-        def storeBuilder(storeName):
-            supplier = _supplierOf("SessionWindowedKStream", materialized, SessionBytesStoreSupplier,
-                                   "a session store supplier (Stores.persistentSessionStore / inMemorySessionStore)")
-            builder = Stores.sessionStoreBuilder(supplier or Stores.persistentSessionStore(storeName, retention),
-                                                 materialized.keySerde, materialized.valueSerde)
-            return builder if materialized.logging else builder.withLoggingDisabled()
+        storeBuilder = sessionStore("SessionWindowedKStream", materialized, windows)
 
         emitFinal, keySerde = self._emitFinal, materialized.keySerde
         table = self._grouped._aggregate(
@@ -394,3 +367,89 @@ class SessionWindowedKStream(_WindowedKStream):
         )
         table._windowCloseDuration = windows.inactivityGap() + windows.gracePeriodMs()  # SU-1
         return table
+
+
+# ---------------------------------------------------------------------------- window and session stores
+def timeWindowStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a time-window aggregation's timestamped window store
+    (Kafka ``WindowStoreMaterializer``): retention ``size + grace`` unless ``Materialized`` sets a
+    larger one.
+
+    Raises
+    ------
+    ValueError
+        If the retention is smaller than ``size + grace`` (Kafka's message).
+    """
+    retention = materialized.retentionMs
+    minimum = windows.size() + windows.gracePeriodMs()
+    if retention is None:
+        retention = minimum
+    elif retention < minimum:
+        raise ValueError(
+            f"The retention period of the window store {materialized.storeName} must be no smaller than its "
+            f"window size plus the grace period. Got size=[{windows.size()}], grace=[{windows.gracePeriodMs()}], "
+            f"retention=[{retention}]"
+        )
+
+    def storeBuilder(storeName):
+        supplier = _windowSupplierOf(method, materialized)
+        builder = Stores.timestampedWindowStoreBuilder(
+            supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
+            materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder
+
+
+def slidingWindowStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a sliding-window aggregation's store (Kafka
+    ``SlidingWindowStoreMaterializer``): window size ``timeDifference``, retention ``2 *
+    timeDifference + grace`` unless ``Materialized`` sets another.
+
+    Raises
+    ------
+    ValueError
+        When the store is built, if the retention is smaller than ``2 * timeDifference + grace``.
+    """
+    d, grace = windows.timeDifferenceMs(), windows.gracePeriodMs()
+    retention = materialized.retentionMs if materialized.retentionMs is not None else grace + 2 * d
+
+    def storeBuilder(storeName):
+        if d * 2 + grace > retention:
+            raise ValueError(f"The retention period of the window store {storeName} must be no smaller than 2 * "
+                             f"time difference plus the grace period. Got time difference=[{d}], grace=[{grace}], "
+                             f"retention=[{retention}]")
+        supplier = _windowSupplierOf(method, materialized)
+        builder = Stores.timestampedWindowStoreBuilder(supplier or Stores.persistentWindowStore(storeName, retention, d),
+                                                       materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder
+
+
+def sessionStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a session aggregation's store (Kafka
+    ``SessionStoreMaterializer``): retention ``gap + grace`` unless ``Materialized`` sets more (ST-1).
+
+    Raises
+    ------
+    ValueError
+        If the retention is smaller than ``gap + grace`` (Kafka's message).
+    """
+    minimum = windows.inactivityGap() + windows.gracePeriodMs()
+    retention = minimum if materialized.retentionMs is None else materialized.retentionMs
+    if retention < minimum:
+        raise ValueError(
+            f"The retention period of the session store {materialized.storeName} must be no smaller than the "
+            f"session inactivity gap plus the grace period. Got gap=[{windows.inactivityGap()}], "
+            f"grace=[{windows.gracePeriodMs()}], retention=[{retention}]"
+        )
+
+    def storeBuilder(storeName):
+        supplier = _supplierOf(method, materialized, SessionBytesStoreSupplier,
+                               "a session store supplier (Stores.persistentSessionStore / inMemorySessionStore)")
+        builder = Stores.sessionStoreBuilder(supplier or Stores.persistentSessionStore(storeName, retention),
+                                             materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder

@@ -53,7 +53,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "window")
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window")
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
@@ -82,13 +82,20 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
     def _skip(self, ts: int, start: int, end: int, closeTime: int) -> None:
         expiredWindow(self.context(), ts, f"[{start},{end}]", closeTime, self.meta["observedStreamTime"])
 
+    def _windows(self, key, timeFrom: int, timeTo: int) -> list:
+        """``(start, ValueAndTimestamp)`` of ``key``'s windows starting in ``[timeFrom, timeTo]``,
+        read as Kafka reads them: through the record cache, which still holds windows the store
+        hides past its retention."""
+        windows = self.store._windowsOfKey(self.kb, timeFrom, timeTo)
+        return self.cache.withCachedWindows(key, windows, timeFrom, timeTo) if self.cache.enabled else windows
+
     def _processReverse(self, record: Record, closeTime: int) -> None:
         """Kafka ``processReverse``: the key's windows from the latest start back."""
         ts, d = record.timestamp(), self.d
         starts = set()
         leftWinAgg = rightWinAgg = previousRecordTimestamp = None
         leftWinAlreadyCreated = rightWinAlreadyCreated = False
-        for start, vt in reversed(self.store._windowsOfKey(self.kb, max(0, ts - 2 * d), ts + 1)):
+        for start, vt in reversed(self._windows(record.key(), max(0, ts - 2 * d), ts + 1)):
             starts.add(start)
             end = start + d
             if start == ts + 1:
@@ -117,7 +124,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
         starts = set()
         combined = rightWinAgg = previousRecordTimestamp = None
         rightWinAlreadyCreated = False
-        for start, vt in self.store._windowsOfKey(self.kb, 0, ts + 1):
+        for start, vt in self._windows(record.key(), 0, ts + 1):
             starts.add(start)
             if start == 0:
                 combined = vt

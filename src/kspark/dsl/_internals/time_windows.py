@@ -42,7 +42,7 @@ class KStreamWindowAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "window")
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window")
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -61,6 +61,10 @@ class KStreamWindowAggregate(ContextualProcessor):
             if kb is None:  # serialized once, when a window first needs the store
                 kb = store._keyBytes(key)
             old = store._fetchBytes(kb, start)
+            if old is None and self.cache.enabled:
+                # Kafka reads through the caching store, which still holds a window the store hides
+                # past its retention (a cogroup's other inputs can move the store's time ahead)
+                old = self.cache.cachedWindow(Windowed(key, window))
             if old is None:
                 newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
                 timestamp = ts
