@@ -43,12 +43,16 @@ class CogroupedKStream:
     ``Materialized``'s. The store's serdes are ``Materialized``'s, else the defaults (Kafka does
     not take the grouped streams' serdes).
 
-    ====  ======  =====  ===========================================  =============
-    step  input   k:v@t  ``aggregate(lambda: "")`` with ``a+v`` / ``b+v``  forwarded
-    ====  ======  =====  ===========================================  =============
-    1     clicks  k:1@5  ``"" + "a1"``                                k:a1@5
-    2     views   k:2@9  ``"a1" + "b2"``                              k:a1b2@9
-    ====  ======  =====  ===========================================  =============
+    ``clicks.cogroup(lambda k, v, agg: agg + "a" + v).cogroup(views, lambda k, v, agg: agg + "b" + v)
+    .aggregate(lambda: "")``:
+
+    ====  ======  ===========  ==============================  =========
+    step  input   key:value@t  aggregate                       forwarded
+    ====  ======  ===========  ==============================  =========
+    1     clicks  k:1@5        ``"" + "a" + "1"``              k:a1@5
+    2     views   k:2@9        ``"a1" + "b" + "2"``            k:a1b2@9
+    3     clicks  k:3@7        ``"a1b2" + "a" + "3"`` (T-17)   k:a1b2a3@9
+    ====  ======  ===========  ==============================  =========
 
     Windowed with ``windowedBy(TimeWindows | SlidingWindows | SessionWindows)``, each input runs
     the windowed aggregation of that kind (emitting on every update) over the shared window or
