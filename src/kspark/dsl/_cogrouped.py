@@ -186,20 +186,26 @@ class TimeWindowedCogroupedKStream(_WindowedCogroupedKStream):
             If ``Materialized.withRetention`` is smaller than ``size + grace``.
         """
         from ._internals.time_windows import KStreamWindowAggregate
+
+        windows = self._windows
+        return self._aggregate(named, materialized, timeWindowStore, windows.size(),
+                               lambda store, agg, caching: KStreamWindowAggregate(store, windows, initializer, agg,
+                                                                                  False, caching))
+
+    def _aggregate(self, named, materialized, storeOf, windowSize: int, processorOf) -> KTable:
         from ._windows import WindowedSerdes
 
-        named, materialized = _options("TimeWindowedCogroupedKStream.aggregate", "aggregate(initializer), "
-                                       "aggregate(initializer, Named), aggregate(initializer, Materialized), "
-                                       "aggregate(initializer, Named, Materialized)", named, materialized)
-        materialized, windows = materialized or Materialized(), self._windows
-        storeBuilder = timeWindowStore("TimeWindowedCogroupedKStream", materialized, windows)
+        method = f"{type(self).__name__}.aggregate"
+        named, materialized = _options(method, "aggregate(initializer), aggregate(initializer, Named), aggregate("
+                                       "initializer, Materialized), aggregate(initializer, Named, Materialized)",
+                                       named, materialized)
+        materialized = materialized or Materialized()
+        storeBuilder = storeOf(type(self).__name__, materialized, self._windows)
         keySerde, caching = materialized.keySerde, materialized.caching
         table = self._cogrouped._build(
-            named, materialized,
-            lambda store, agg: KStreamWindowAggregate(store, windows, initializer, agg, False, caching),
-            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, windows.size()),
-            windowed=True)
-        table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
+            named, materialized, lambda store, agg: processorOf(store, agg, caching), storeBuilder,
+            None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, windowSize), windowed=True)
+        table._windowCloseDuration = self._windows.gracePeriodMs()  # SU-1
         return table
 
 
@@ -210,24 +216,19 @@ class SlidingWindowedCogroupedKStream(TimeWindowedCogroupedKStream):
     ``timeDifference`` and retention ``2 * timeDifference + grace``."""
 
     def aggregate(self, initializer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
-        """Forms ``aggregate(initializer[, Named][, Materialized])``; see ``SlidingWindows``."""
-        from ._internals.sliding_windows import KStreamSlidingWindowAggregate
-        from ._windows import WindowedSerdes
+        """Forms ``aggregate(initializer[, Named][, Materialized])``; see ``SlidingWindows``.
 
-        named, materialized = _options("SlidingWindowedCogroupedKStream.aggregate", "aggregate(initializer), "
-                                       "aggregate(initializer, Named), aggregate(initializer, Materialized), "
-                                       "aggregate(initializer, Named, Materialized)", named, materialized)
-        materialized, windows = materialized or Materialized(), self._windows
-        storeBuilder = slidingWindowStore("SlidingWindowedCogroupedKStream", materialized, windows)
-        keySerde, caching = materialized.keySerde, materialized.caching
-        table = self._cogrouped._build(
-            named, materialized,
-            lambda store, agg: KStreamSlidingWindowAggregate(store, windows, initializer, agg, caching),
-            storeBuilder,
-            None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde, windows.timeDifferenceMs()),
-            windowed=True)
-        table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
-        return table
+        Raises
+        ------
+        ValueError
+            When built, if ``Materialized.withRetention`` is smaller than ``2 * timeDifference + grace``.
+        """
+        from ._internals.sliding_windows import KStreamSlidingWindowAggregate
+
+        windows = self._windows
+        return self._aggregate(named, materialized, slidingWindowStore, windows.timeDifferenceMs(),
+                               lambda store, agg, caching: KStreamSlidingWindowAggregate(store, windows, initializer,
+                                                                                         agg, caching))
 
 
 class SessionWindowedCogroupedKStream(_WindowedCogroupedKStream):
