@@ -1,4 +1,5 @@
 # make demo: install into .venv and run the valuation-signal job on Spark local mode
+# make demo-kafka: the same job on a real Kafka broker (KRaft, started on 127.0.0.1), exactly once
 # make test: install into .venv and run the test suite
 # make bench: also install the comparison systems (.[bench]) and run every benchmark (bench/README.md)
 # make jvm: resolve the JVM artifacts of jvm/pom.xml (Kafka broker, kafka-streams) with Maven into
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-.PHONY: demo test bench jvm
+.PHONY: demo demo-kafka test bench jvm
 jvm:
 	@cmp -s jvm/pom.xml $(KSPARK_JVM_LIB)/pom.xml || { \
 	  rm -rf $(KSPARK_JVM_LIB).tmp && \
@@ -26,9 +27,12 @@ jvm:
 demo: $(STAMP)
 	$(PY) examples/valuation_signals.py
 
+demo-kafka: $(STAMP) jvm
+	$(PY) examples/valuation_signals.py --kafka
+
 test: $(STAMP) jvm
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) jvm
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) bench/run.py

@@ -219,6 +219,9 @@ def config(args) -> dict:
         "kspark.spark.master": args.master,
         "spark.sql.shuffle.partitions": "5",
     }
+    if args.bootstrap_servers:  # every topic, the repartition topic included, is on that Kafka cluster
+        props.update({"bootstrap.servers": args.bootstrap_servers, "processing.guarantee": "exactly_once_v2"})
+        del props["kspark.topics.dir"]
     if args.max_records_per_trigger:
         props["kspark.max.records.per.trigger"] = args.max_records_per_trigger
     return props
@@ -233,14 +236,35 @@ def main(argv=None) -> int:
     parser.add_argument("--max-records-per-trigger", type=int, default=None)
     parser.add_argument("--picture", type=Path, default=None,
                         help="after the run, draw the topology with its counters (.png/.svg need Graphviz's dot)")
+    parser.add_argument("--kafka", action="store_true",
+                        help="start a Kafka broker on 127.0.0.1 (jars from `make jvm`) and run on its topics")
+    parser.add_argument("--bootstrap-servers", default=None,
+                        help="run on the topics of this Kafka cluster (the four topics must not exist yet)")
     args = parser.parse_args(argv)
+    args.work = args.work.resolve()  # executors resolve a relative path against their own directory
 
-    from kspark import KafkaStreams
-    from kspark.topics import LocalTopics
+    from kspark.topics import openTopics
 
     started = time.time()
     shutil.rmtree(args.work, ignore_errors=True)
-    topics = LocalTopics(args.work / "topics")
+    broker = None
+    if args.kafka and not args.bootstrap_servers:
+        from kspark.testing import KafkaBroker
+
+        broker = KafkaBroker(args.work / "kafka").start()
+        args.bootstrap_servers = broker.bootstrapServers
+        print(f"Kafka broker (KRaft) up on {broker.bootstrapServers} in {time.time() - started:.1f} s, "
+              f"{broker.rssMb():.0f} MB resident")
+    try:
+        return run(args, openTopics(config(args)), started)
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def run(args, topics, started: float) -> int:
+    from kspark import KafkaStreams
+
     prices, valuations = readPrices(args.limit), readValuations()
     loadTopics(topics, prices, valuations)
     print(f"loaded {len(prices):,} price snapshots into 'prices' ({PRICE_PARTITIONS} partitions), "
@@ -262,6 +286,7 @@ def main(argv=None) -> int:
     streams.awaitTermination()
     runSeconds = time.time() - runStart
     streams.close()  # kspark prints its summary: records per topic, drops by reason, wall time
+    # on Kafka, read back as a read_committed consumer: only what committed transactions wrote
     printSummary(topics, streams.metrics(), readSignals(topics), len(prices) + len(valuations), runSeconds)
     if args.picture:
         print(f"wrote {topology.describe().render(args.picture, streams.metrics())}")

@@ -4,12 +4,30 @@ import pytest
 
 
 @pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for all Spark tests (starting one costs ~6 s)."""
+    from kspark.config import StreamsConfig
+    from kspark.spark._session import getOrCreateSession
+
+    session = getOrCreateSession(StreamsConfig({"kspark.spark.master": "local[2]", "application.id": "kspark-tests"}))
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def kafkaBroker(tmp_path_factory):
     """A real Kafka 4.x broker (KRaft) on 127.0.0.1, for the whole session (``make jvm`` resolves
     its jars; a missing jar fails the test, it is never skipped)."""
     from kspark.testing import KafkaBroker
 
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    # the log cleaner looks for work every 0.5 s, not 15 s (the compacted-topic test)
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"), config={"log.cleaner.backoff.ms": "500"})
     broker.start()
     yield broker
     broker.close()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/spark/" in str(item.fspath) or "tests/kafka/" in str(item.fspath):
+            item.add_marker(pytest.mark.spark)

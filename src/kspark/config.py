@@ -56,6 +56,10 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.trigger": ("STRING", "availableNow", None),
     "kspark.max.records.per.trigger": ("LONG", None, ("range", 1, None)),
     "kspark.repartition.before.stateful.process": ("BOOLEAN", False, None),
+    # the terminal view while KafkaStreams runs (auto: rich on a terminal, else a line per batch)
+    "kspark.progress": ("STRING", None, ("in", ("auto", "rich", "plain", "none"))),
+    # details back: Spark's INFO logs and everything its JVM prints
+    "kspark.verbose": ("BOOLEAN", False, None),
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: ("LONG", 0, ("range", 0, None)),
 }
 # kspark's own defaults and checks for Kafka keys
@@ -93,7 +97,7 @@ _IGNORED = {
     "ensure.explicit.internal.resource.naming": "kspark names internal topics and stores as Kafka does but does not "
                                                 "enforce explicit names",
     "group.protocol": _NO_ASSIGNOR,
-    "log.summary.interval.ms": "the logger kspark.progress prints one line per micro-batch",
+    "log.summary.interval.ms": "kspark's progress view (kspark.progress) shows every micro-batch",
     "max.warmup.replicas": _NO_STANDBYS,
     "num.standby.replicas": _NO_STANDBYS,
     "num.stream.threads": "Spark runs the tasks: parallelism is the Spark master's cores (kspark.spark.master, spark.*)",

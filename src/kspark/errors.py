@@ -30,6 +30,15 @@ class TopologyException(StreamsException):
         super().__init__("Invalid topology: " + message)
 
 
+class MissingSourceTopicException(StreamsException):
+    """Source topics of the topology do not exist (Kafka ``MissingSourceTopicException``), with
+    Kafka's text: ``"Missing source topics. [a, b]"``."""
+
+    def __init__(self, topics) -> None:
+        super().__init__(f"Missing source topics. [{', '.join(sorted(topics))}]")
+        self.topics = sorted(topics)
+
+
 class TaskAssignmentException(StreamsException):
     """Partition counts of internal topics cannot be computed (Kafka ``TaskAssignmentException``)."""
 

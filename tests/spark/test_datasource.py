@@ -15,8 +15,8 @@ from kspark.spark._datasource import (
     SINK_SCHEMA,
     SOURCE_CHUNK_SCHEMA,
     SOURCE_SCHEMA,
-    LocalTopicsDataSource,
-    LocalTopicsStreamReader,
+    TopicsDataSource,
+    TopicsStreamReader,
     LocalTopicsStreamWriter,
     TopicPartitionRange,
     chunkTable,
@@ -138,7 +138,7 @@ def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 2)
     topics.append("a", 0, rows(0, 0, 3))
-    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
     start = reader.initialOffset()
     assert start == {"a/0": 0, "a/1": 0}
     assert reader.getDefaultReadLimit() == ReadMaxRows(2)
@@ -171,25 +171,26 @@ def test_reader_with_chunk_layout_yields_the_same_records_as_arrow_chunks_then_t
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 1)
     topics.append("a", 0, rows(0, 0, 5))
-    assert LocalTopicsDataSource({"layout": "chunks"}).schema() == SOURCE_CHUNK_SCHEMA
-    assert LocalTopicsDataSource({}).schema() == SOURCE_SCHEMA
-    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "chunks"})
+    assert TopicsDataSource({"layout": "chunks"}).schema() == SOURCE_CHUNK_SCHEMA
+    assert TopicsDataSource({}).schema() == SOURCE_SCHEMA
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "chunks"})
     table = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 1, 4, 1))))
     assert table.schema.equals(to_arrow_schema(SOURCE_CHUNK_SCHEMA, timezone="UTC"))
-    assert table.select(["topic", "partition", "offset", "lag"]).to_pylist() == [
-        {"topic": "a", "partition": 0, "offset": 1, "lag": None},
-        {"topic": "a", "partition": 0, "offset": -1, "lag": 1},
+    assert table.select(["topic", "partition", "offset", "lag", "end"]).to_pylist() == [
+        {"topic": "a", "partition": 0, "offset": 1, "lag": None, "end": None},
+        {"topic": "a", "partition": 0, "offset": -1, "lag": 1, "end": 4},
     ]
     chunk, marker = table.column("records").to_pylist()
     assert marker is None
     assert decodeChunk(chunk).to_pydict() == {
+        "offset": [1, 2, 3],
         "timestamp": [1000, 2000, 3000],
         "key": [b"k0-1", b"k0-2", b"k0-3"],
         "value": [b"v0-1", b"v0-2", b"v0-3"],
         "headers": [b"h", None, b"h"],
     }
     empty = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 5, 5, 0))))
-    assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0}]
+    assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0, "end": 5}]
 
 
 def test_chunks_are_bounded_by_rows_and_bytes_and_keep_the_order():
@@ -206,7 +207,7 @@ def test_reader_under_available_now_stops_at_its_targets(tmp_path):
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 2)
     topics.append("a", 0, rows(0, 0, 3))
-    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a"})
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a"})
     reader.prepareForTriggerAvailableNow()
     topics.append("a", 1, rows(1, 0, 2))  # arrives after the targets were taken
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
@@ -220,7 +221,7 @@ def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 1)
     topics.append("a", 0, rows(0, 0, 5))
-    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
     end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2))
     assert end == {"a/0": 2, "a/0@logEnd": 5}
     topics.append("a", 0, rows(0, 5, 4))  # more data before the batch is (re)planned
@@ -230,13 +231,13 @@ def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag
 def test_reader_and_writer_reject_bad_options(tmp_path):
     LocalTopics(tmp_path).createTopic("a", 1)
     with pytest.raises(UnknownTopicOrPartitionException, match="^This server does not host this topic-partition: nope$"):
-        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a,nope"})
+        TopicsStreamReader({"root": str(tmp_path), "topics": "a,nope"})
     with pytest.raises(ValueError, match="Option 'topics' is required"):
-        LocalTopicsStreamReader({"root": str(tmp_path)})
+        TopicsStreamReader({"root": str(tmp_path)})
     with pytest.raises(ValueError, match="'maxRecordsPerTrigger' must be a positive integer"):
-        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "many"})
+        TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "many"})
     with pytest.raises(ValueError, match="Option 'layout' must be one of records, chunks"):
-        LocalTopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "rows"})
+        TopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "rows"})
     with pytest.raises(ValueError, match="missing or mistyped: records binary"):
         LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p", "layout": "chunks"}, SINK_SCHEMA)
     LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p", "layout": "chunks"}, SINK_CHUNK_SCHEMA)

@@ -146,14 +146,14 @@ def test_same_batch_race_then_restart_from_checkpoint_equals_the_driver(spark, t
 def test_reader_reads_global_topics_to_their_end_outside_max_records_per_trigger(tmp_path):
     from pyspark.sql.streaming.datasource import ReadMaxRows
 
-    from kspark.spark._datasource import LocalTopicsStreamReader
+    from kspark.spark._datasource import TopicsStreamReader
 
     topics = LocalTopics(tmp_path)
     createTopics(topics)
     valuations, prices = manyCodes()
     produce(topics, "valuations", valuations)
     produce(topics, "prices", prices)
-    reader = LocalTopicsStreamReader({"root": str(tmp_path), "topics": "prices,valuations",
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "prices,valuations",
                                       "maxRecordsPerTrigger": "10", "unlimitedTopics": "valuations"})
     end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(10))
     assert end["valuations/0"] == 30  # all of the global topic

@@ -36,7 +36,7 @@ def test_missing_application_id_is_a_config_exception():
 
 
 def test_unknown_source_and_sink_topics(tmp_path):
-    with pytest.raises(StreamsException, match=r"Missing source topics: \['in'\]"):
+    with pytest.raises(StreamsException, match=r"^Missing source topics. \[in\]$"):
         KafkaStreams(topology(), props(tmp_path)).start()
     LocalTopics(tmp_path / "topics").createTopic("in", 1)
     with pytest.raises(StreamsException, match=r"Sink topics do not exist: \['out'\]"):

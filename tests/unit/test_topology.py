@@ -47,7 +47,7 @@ def test_rp4_repartition_topic_count_is_max_of_the_writing_subtopology_sources()
 
 
 def test_missing_source_topic_is_reported():
-    with pytest.raises(Exception, match=r"Missing source topics: \['prices'\]"):
+    with pytest.raises(Exception, match=r"^Missing source topics. \[prices\]$"):
         resolvePartitionCounts(signalTopology(True), {"prices": None, "valuations": 1})
 
 

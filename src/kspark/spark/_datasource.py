@@ -1,32 +1,42 @@
-"""Spark Structured Streaming source and sink over :class:`kspark.topics.LocalTopics`.
+"""Spark Structured Streaming source and sink over :class:`kspark.topics.Topics`: the local
+topics (``backend=local``, the default) or a Kafka cluster (``backend=kafka``).
 
 Registered as the Python data source ``"kspark-topics"``.
 
+Backend options
+    ``backend=local``: ``root`` (the LocalTopics directory). ``backend=kafka``: ``kafka.admin``,
+    ``kafka.consumer`` and ``kafka.producer``, JSON objects of librdkafka settings
+    (:func:`topicsOptions` makes them from a ``Topics``).
+
 Source options
-    ``root`` (LocalTopics directory), ``topics`` (comma-separated names) and optionally
-    ``maxRecordsPerTrigger`` (records per micro-batch across all partitions, shared fairly) and
-    ``heartbeat`` (``"true"``: outside availableNow, every trigger plans a micro-batch even without
-    new records, so tasks run their wall-clock punctuators) and ``unlimitedTopics``
-    (comma-separated topics always read to their end, outside ``maxRecordsPerTrigger``: the
-    global topics, so a global partition is caught up in every batch). Every micro-batch has one Spark partition per topic-partition; it yields the data rows in
-    offset order (``lag`` null), then one marker row (``offset`` -1, ``timestamp`` 0, null
-    bytes) whose ``lag`` is how many records of that topic-partition were already in the log
-    when the batch was planned but lie beyond the batch (0 = caught up).
+    ``topics`` (comma-separated names) and optionally ``maxRecordsPerTrigger`` (records per
+    micro-batch across all partitions, shared fairly), ``heartbeat`` (``"true"``: outside
+    availableNow, every trigger plans a micro-batch even without new records, so tasks run their
+    wall-clock punctuators), ``unlimitedTopics`` (comma-separated topics always read to their
+    end, outside ``maxRecordsPerTrigger``: the global topics, so a global partition is caught up
+    in every batch), ``autoOffsetReset`` / ``offsetResetPolicies`` / ``groupId`` (where reading
+    starts; :class:`TopicsStreamReader`). Every micro-batch has one Spark partition per
+    topic-partition; it yields the data rows in offset order (``lag`` null), then one marker row
+    (``offset`` -1, ``timestamp`` 0, null bytes) whose ``lag`` is how many offsets of that
+    topic-partition were already in the log when the batch was planned but lie beyond the batch
+    (0 = caught up).
 
 Sink options
-    ``root``, ``producer`` (stable id making replays of a batch idempotent) and optionally
+    Local: ``producer`` (stable id making replays of a batch idempotent). Kafka: ``guarantee``,
+    ``groupId``, ``transactionalIdPrefix`` (:class:`KafkaTopicsStreamWriter`). Both: optionally
     ``metricsDir``. Rows whose ``topic`` is null carry a flat JSON object of numeric counters
     in ``metrics``; the counters are summed per batch into ``<metricsDir>/<batchId:020d>.json``.
-    Other rows are appended, in the order received per topic-partition, exactly once per batch.
+    Other rows are written, in the order received per topic-partition, exactly once per batch
+    (Kafka with ``at_least_once``: at least once).
 
 Layout (source and sink option ``layout``)
     ``"records"`` (default): one Spark row per record (:data:`SOURCE_SCHEMA`, :data:`SINK_SCHEMA`).
     ``"chunks"``: one Spark row per chunk of up to :data:`CHUNK_MAX_ROWS` consecutive records of
     one topic-partition (at most about :data:`CHUNK_MAX_BYTES` of keys, values and headers, or a
-    single larger record), the records in ``records`` as an Arrow IPC stream of
-    ``RECORD_SCHEMA`` rows (:func:`encodeChunk` / :func:`decodeChunk`); source chunks carry the
-    offset of their first record in ``offset`` (:data:`SOURCE_CHUNK_SCHEMA`, marker rows as
-    above with null ``records``), sink chunks go to ``topic``/``partition``
+    single larger record), the records in ``records`` as an Arrow IPC stream
+    (:func:`encodeChunk` / :func:`decodeChunk`) of ``READ_SCHEMA`` rows in the source
+    (:data:`SOURCE_CHUNK_SCHEMA`, marker rows as above with null ``records``) and
+    ``RECORD_SCHEMA`` rows in the sink, which writes them to ``topic``/``partition``
     (:data:`SINK_CHUNK_SCHEMA`). The same records in the same order, but Spark moves, sorts and
     converts a few rows instead of one per record (what the ``KafkaStreams`` host uses).
 """
@@ -34,6 +44,7 @@ Layout (source and sink option ``layout``)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -54,7 +65,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from ..topics import RECORD_SCHEMA, LocalTopics, UnknownTopicOrPartitionException
+from ..topics import RECORD_SCHEMA, LocalTopics, OffsetOutOfRangeException, Topics, UnknownTopicOrPartitionException
+
+log = logging.getLogger("kspark.spark")
 
 __all__ = [
     "CHUNK_MAX_BYTES",
@@ -63,15 +76,19 @@ __all__ = [
     "SINK_SCHEMA",
     "SOURCE_CHUNK_SCHEMA",
     "SOURCE_SCHEMA",
+    "KafkaCommitMessage",
+    "KafkaTopicsStreamWriter",
     "LocalTopicsCommitMessage",
-    "LocalTopicsDataSource",
-    "LocalTopicsStreamReader",
     "LocalTopicsStreamWriter",
+    "TopicsDataSource",
+    "TopicsStreamReader",
     "TopicPartitionRange",
     "chunkTable",
     "decodeChunk",
     "encodeChunk",
+    "openTopicsFromOptions",
     "registerDataSource",
+    "topicsOptions",
 ]
 
 SOURCE_SCHEMA = StructType(
@@ -108,11 +125,13 @@ SOURCE_CHUNK_SCHEMA = StructType(
         StructField("offset", LongType()),
         StructField("records", BinaryType()),
         StructField("lag", LongType()),
+        StructField("end", LongType()),
     ]
 )
-"""Source rows with ``layout=chunks``: ``records`` holds the records at offsets ``offset``,
-``offset + 1``, ... as an Arrow IPC stream of ``RECORD_SCHEMA`` rows; marker rows have
-``offset`` -1, null ``records`` and ``lag`` set."""
+"""Source rows with ``layout=chunks``: ``records`` holds consecutive records of the partition as
+an Arrow IPC stream of ``READ_SCHEMA`` rows (their offsets, which may have gaps, then the
+``RECORD_SCHEMA`` columns), ``offset`` the first one's offset; marker rows have ``offset`` -1,
+null ``records``, ``lag`` and ``end`` (the range's end offset: the position after the batch) set."""
 
 SINK_CHUNK_SCHEMA = StructType(
     [
@@ -120,10 +139,13 @@ SINK_CHUNK_SCHEMA = StructType(
         StructField("partition", IntegerType()),
         StructField("records", BinaryType()),
         StructField("metrics", StringType()),
+        StructField("positions", StringType()),
     ]
 )
 """Rows the sink accepts with ``layout=chunks``: ``records`` (Arrow IPC stream of
-``RECORD_SCHEMA`` rows) are appended to ``topic``-``partition``; null ``topic``: a metrics row."""
+``RECORD_SCHEMA`` rows) are appended to ``topic``-``partition``; null ``topic``: a metrics row,
+whose ``positions`` (optional column) is a JSON object ``{"<topic>/<partition>": next offset}``
+of the task's input positions (committed with the records by the Kafka sink)."""
 
 CHUNK_MAX_ROWS = 65536
 """Most records in one chunk row (``layout=chunks``)."""
@@ -145,12 +167,13 @@ _SOURCE_ARROW_SCHEMA = pa.schema(
 )
 _SOURCE_CHUNK_ARROW_SCHEMA = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("records", pa.binary()),
-     ("lag", pa.int64())]
+     ("lag", pa.int64()), ("end", pa.int64())]
 )
 _MAX_BATCH_ROWS = 65536
 _LAYOUTS = ("records", "chunks")
 _LATEST = "@logEnd"  # offset-dict suffix: a partition's log end offset when the batch was planned
 _HEARTBEAT = "@heartbeat"  # offset-dict key: planning time (ms), with option heartbeat=true
+_FROM = "@from"  # offset-dict suffix: where a partition's batch starts after a reset (TopicsStreamReader)
 
 
 def _offsetKey(topic: str, partition: int) -> str:
@@ -208,8 +231,44 @@ def _option(options, name: str) -> str:
     return value
 
 
-class LocalTopicsDataSource(DataSource):
-    """The ``"kspark-topics"`` data source: a streaming source and sink over ``LocalTopics``.
+def _jsonOption(options, name: str) -> dict:
+    return json.loads(_option(options, name))
+
+
+def openTopicsFromOptions(options) -> Topics:
+    """The topics named by the data source options: ``backend`` ``"local"`` (default; ``root``)
+    or ``"kafka"`` (``kafka.admin``, ``kafka.consumer``, ``kafka.producer``: JSON objects of
+    librdkafka settings, as ``KafkaTopics`` derived them on the driver)."""
+    backend = (options.get("backend") or "local").lower()
+    if backend == "kafka":
+        from ..topics._kafka import KafkaTopics
+
+        topics = KafkaTopics.__new__(KafkaTopics)  # the settings were checked on the driver
+        topics.adminConfig = _jsonOption(options, "kafka.admin")
+        topics.consumerConfig = _jsonOption(options, "kafka.consumer")
+        topics.producerConfig = json.loads(options.get("kafka.producer") or "{}")
+        topics.servers = topics.adminConfig.get("bootstrap.servers", "")
+        topics.timeoutS = float(options.get("kafka.timeoutS") or 30)
+        topics._admin = None
+        return topics
+    if backend != "local":
+        raise ValueError(f"Option 'backend' must be local or kafka, got {backend!r}")
+    return LocalTopics(_option(options, "root"))
+
+
+def topicsOptions(topics: Topics) -> dict[str, str]:
+    """The data source options that make :func:`openTopicsFromOptions` open ``topics`` again (on
+    the executors)."""
+    if isinstance(topics, LocalTopics):
+        return {"backend": "local", "root": str(topics.root)}
+    return {"backend": "kafka", "kafka.admin": json.dumps(topics.adminConfig),
+            "kafka.consumer": json.dumps(topics.consumerConfig), "kafka.producer": json.dumps(topics.producerConfig),
+            "kafka.timeoutS": str(topics.timeoutS)}
+
+
+class TopicsDataSource(DataSource):
+    """The ``"kspark-topics"`` data source: a streaming source and sink over :class:`kspark.topics.Topics`
+    (local topics or Kafka).
 
     See the module docstring for the options, and :data:`SOURCE_SCHEMA` / :data:`SINK_SCHEMA`.
     """
@@ -221,10 +280,12 @@ class LocalTopicsDataSource(DataSource):
     def schema(self) -> StructType:
         return SOURCE_CHUNK_SCHEMA if _layout(self.options) == "chunks" else SOURCE_SCHEMA
 
-    def streamReader(self, schema: StructType) -> "LocalTopicsStreamReader":
-        return LocalTopicsStreamReader(self.options)
+    def streamReader(self, schema: StructType) -> "TopicsStreamReader":
+        return TopicsStreamReader(self.options)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> "LocalTopicsStreamWriter":
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        if (self.options.get("backend") or "local").lower() == "kafka":
+            return KafkaTopicsStreamWriter(self.options, schema)
         return LocalTopicsStreamWriter(self.options, schema)
 
 
@@ -235,7 +296,8 @@ class LocalTopicsDataSource(DataSource):
 class TopicPartitionRange(InputPartition):
     """The offsets ``[start, end)`` of one topic-partition read by one Spark task.
 
-    ``lag`` is the partition's end offset at planning time minus ``end`` (records).
+    ``lag`` is the partition's end offset at planning time minus ``end`` (offsets, which
+    with Kafka's gaps can exceed the records still to come).
     """
 
     topic: str
@@ -245,13 +307,31 @@ class TopicPartitionRange(InputPartition):
     lag: int
 
 
-class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batch reader of the partitions of ``topics``; offsets are ``{"<topic>/<partition>": next}``.
+_RESET_POLICIES = ("earliest", "latest", "none")
+
+
+class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader of the partitions of ``topics``.
+
+    A batch's offsets (Spark's offset log) are ``{"<topic>/<partition>": next offset,
+    "<topic>/<partition>@logEnd": end offset when planned}``, plus ``"<topic>@id"`` (the topic's
+    id, where the backend has one) and ``"<topic>/<partition>@from"`` where the batch starts
+    elsewhere than the previous batch ended (a reset, below).
+
+    Where reading starts: a new checkpoint starts each partition at the offset committed by the
+    consumer group ``groupId`` if it has one (Kafka topics, as a Kafka consumer resumes), else
+    at the reset policy's position (``auto.offset.reset``: ``earliest``, Kafka Streams' default,
+    ``latest``, or ``none``: an error). The same policy applies, with a WARNING naming the
+    offsets skipped, when a checkpointed position is no longer in the log: before the log start
+    (deleted by retention), beyond its end (truncated), or in a topic deleted and created again
+    (its id changed).
 
     Parameters
     ----------
     options : mapping of str to str
-        ``root``, ``topics`` and optionally ``maxRecordsPerTrigger`` (a positive integer).
+        The backend's options (:func:`openTopicsFromOptions`), ``topics`` and optionally
+        ``maxRecordsPerTrigger`` (a positive integer), ``autoOffsetReset`` (default policy),
+        ``offsetResetPolicies`` (JSON object topic -> policy), ``groupId``.
 
     Raises
     ------
@@ -262,9 +342,9 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     """
 
     def __init__(self, options) -> None:
-        self._root = _option(options, "root")
-        self._topics = LocalTopics(self._root)
+        self._topics = openTopicsFromOptions(options)
         names = [t.strip() for t in _option(options, "topics").split(",") if t.strip()]
+        self._names = names
         self._partitions: list[tuple[str, int]] = []
         for topic in names:
             numPartitions = self._topics.partitionsFor(topic)
@@ -277,16 +357,60 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             if not str(maxRecords).strip().isdigit() or int(maxRecords) < 1:
                 raise ValueError(f"Option 'maxRecordsPerTrigger' must be a positive integer, got {maxRecords!r}")
             self._maxRecordsPerTrigger = int(maxRecords)
+        default = (options.get("autoOffsetReset") or "earliest").lower()
+        self._policies = {t: str(p).lower() for t, p in json.loads(options.get("offsetResetPolicies") or "{}").items()}
+        for policy in [default, *self._policies.values()]:
+            if policy not in _RESET_POLICIES:
+                raise ValueError(f"Offset reset policy must be one of {', '.join(_RESET_POLICIES)}, got {policy!r}")
+        self._defaultPolicy = default
+        self._groupId = options.get("groupId") or None
         self._availableNowTargets: dict[str, int] | None = None
         self._heartbeat = options.get("heartbeat", "false").lower() == "true"
         self._unlimited = {t.strip() for t in options.get("unlimitedTopics", "").split(",") if t.strip()}
         self._chunks = _layout(options) == "chunks"
 
+    def _policy(self, topic: str) -> str:
+        return self._policies.get(topic, self._defaultPolicy)
+
     def _endOffsets(self) -> dict[str, int]:
-        return {_offsetKey(t, p): self._topics.endOffset(t, p) for t, p in self._partitions}
+        ends = {t: self._topics.endOffsets(t) for t in self._names}
+        return {_offsetKey(t, p): ends[t][p] for t, p in self._partitions}
+
+    def _topicIds(self) -> dict[str, str]:
+        return {f"{t}@id": i for t in self._names if (i := self._topics.topicId(t)) is not None}
+
+    def _resetPosition(self, topic: str, partition: int, beginning: int, end: int, why: str) -> int:
+        policy = self._policy(topic)
+        if policy == "none":
+            raise OffsetOutOfRangeException(
+                f"{why} for {topic}-{partition}, and the offset reset policy (auto.offset.reset) is none")
+        return beginning if policy == "earliest" else end
 
     def initialOffset(self) -> dict:
-        return {_offsetKey(t, p): 0 for t, p in self._partitions}
+        """Start positions of a new checkpoint: the group's committed offsets, else the reset policy's."""
+        offsets = {}
+        committed = self._committed()
+        for topic in self._names:
+            beginnings, ends = self._topics.beginningOffsets(topic), self._topics.endOffsets(topic)
+            for partition in beginnings:
+                if (topic, partition) in committed:
+                    offsets[_offsetKey(topic, partition)] = committed[(topic, partition)]
+                else:
+                    offsets[_offsetKey(topic, partition)] = self._resetPosition(
+                        topic, partition, beginnings[partition], ends[partition],
+                        "Undefined offset with no committed offset of group " + str(self._groupId))
+        if committed:
+            log.warning("A new checkpoint starts %s at the offsets committed by consumer group %s, as a Kafka consumer "
+                        "resumes; stores start empty (kspark keeps state in the checkpoint). Delete the group or use "
+                        "a new application.id to process the topics from the reset policy's position.",
+                        ", ".join(self._names), self._groupId)
+        offsets.update(self._topicIds())
+        return offsets
+
+    def _committed(self) -> dict[tuple[str, int], int]:
+        if self._groupId is None or isinstance(self._topics, LocalTopics):
+            return {}
+        return {(t, p): o for t in self._names for p, (o, _) in self._topics.committedOffsets(self._groupId, t).items()}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self._maxRecordsPerTrigger is None:
@@ -299,6 +423,33 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def reportLatestOffset(self) -> dict:
         return self._endOffsets()
 
+    def _startsOf(self, start: dict) -> tuple[dict[str, int], dict[str, int]]:
+        """Where the next batch starts per partition, and the resets among them (see the class doc)."""
+        ids = self._topicIds()
+        starts: dict[str, int] = {}
+        resets: dict[str, int] = {}
+        for topic in self._names:
+            recreated = f"{topic}@id" in start and f"{topic}@id" in ids and start[f"{topic}@id"] != ids[f"{topic}@id"]
+            beginnings = self._topics.beginningOffsets(topic)
+            ends = self._topics.endOffsets(topic)
+            for partition, beginning in beginnings.items():
+                key = _offsetKey(topic, partition)
+                position = start.get(key, beginning)
+                why = None
+                if recreated:
+                    why = f"Topic {topic} was deleted and created again (its id changed) since offset {position}"
+                elif position > ends[partition]:
+                    why = f"Offset {position} is beyond the log end {ends[partition]} (the log was truncated or recreated)"
+                elif position < beginning:
+                    why = f"Offset {position} is before the log start {beginning} (deleted by retention)"
+                if why is not None:
+                    reset = self._resetPosition(topic, partition, beginning, ends[partition], why)
+                    log.warning("%s for %s-%d: reading continues at offset %d (auto.offset.reset=%s)",
+                                why, topic, partition, reset, self._policy(topic))
+                    resets[key] = position = reset
+                starts[key] = position
+        return starts, resets
+
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """End offsets of the next batch: everything available, at most ``limit`` records.
 
@@ -310,7 +461,8 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # Under availableNow the run sees the logs as they were when it started: records appended
         # later count neither as input nor as lag (else the run would never end).
         ends = latest = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
-        starts = {key: start.get(key, 0) for key in ends}
+        starts, resets = self._startsOf(start)
+        ends = {key: max(ends[key], starts[key]) for key in ends}
         available = {key: max(0, ends[key] - starts[key]) for key in ends}
         if isinstance(limit, ReadMaxRows):
             unlimited = {key for key in available if key.rsplit("/", 1)[0] in self._unlimited}
@@ -321,7 +473,9 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # The log ends seen now are part of the batch's offsets (written to Spark's offset log
         # before the batch runs), so a replayed batch gets the same lags as the original.
         offsets = {key: starts[key] + taken[key] for key in ends}
-        offsets.update({key + _LATEST: latest[key] for key in ends})
+        offsets.update({key + _LATEST: max(latest[key], starts[key]) for key in ends})
+        offsets.update({key + _FROM: position for key, position in resets.items()})
+        offsets.update(self._topicIds())
         if self._heartbeat and self._availableNowTargets is None:
             offsets[_HEARTBEAT] = time.time_ns() // 1_000_000  # a new batch every trigger, data or not
         return offsets
@@ -331,19 +485,32 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         ranges = []
         for topic, partition in self._partitions:
             key = _offsetKey(topic, partition)
-            first = start.get(key, 0)
+            first = end.get(key + _FROM, start.get(key, 0))
             last = end.get(key, first)
             lag = max(0, end.get(key + _LATEST, last) - last)
             ranges.append(TopicPartitionRange(topic, partition, first, last, lag))
         return ranges
+
+    def _readBatches(self, partition: TopicPartitionRange) -> Iterator[pa.Table]:
+        """The range's records as ``READ_SCHEMA`` tables; a start deleted by retention meanwhile
+        follows the reset policy (``none``: the error)."""
+        try:
+            yield from self._topics.readBatches(partition.topic, partition.partition, partition.start, partition.end)
+        except OffsetOutOfRangeException:
+            if self._policy(partition.topic) == "none":
+                raise
+            beginning = self._topics.beginningOffsets(partition.topic)[partition.partition]
+            log.warning("Offsets %d..%d of %s-%d were deleted before they were read; reading continues at %d "
+                        "(auto.offset.reset=%s)", partition.start, beginning - 1, partition.topic, partition.partition,
+                        beginning, self._policy(partition.topic))
+            yield from self._topics.readBatches(partition.topic, partition.partition, beginning, partition.end)
 
     def read(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
         """The data rows (or chunks) of ``partition`` in offset order, then its marker row."""
         if self._chunks:
             yield from self._readChunks(partition)
             return
-        if partition.end > partition.start:
-            table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
+        for table in self._readBatches(partition):
             for batch in table.to_batches(max_chunksize=_MAX_BATCH_ROWS):
                 n = batch.num_rows
                 yield pa.RecordBatch.from_arrays(
@@ -370,24 +537,23 @@ class LocalTopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def _readChunks(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
         """One batch per chunk (a batch of many chunks could pass Arrow's 2 GB per binary array),
         then the marker row."""
-        if partition.end > partition.start:
-            table = self._topics.read(partition.topic, partition.partition, partition.start, partition.end)
-            first = table.column("offset")[0].as_py()  # offsets within a partition are dense
-            for chunk in chunkTable(table.select(RECORD_SCHEMA.names)):
-                yield self._chunkBatch(partition, first, encodeChunk(chunk), None)
-                first += chunk.num_rows
-        yield self._chunkBatch(partition, -1, None, partition.lag)
+        for table in self._readBatches(partition):
+            for chunk in chunkTable(table):
+                yield self._chunkBatch(partition, chunk.column("offset")[0].as_py(), encodeChunk(chunk), None, None)
+        yield self._chunkBatch(partition, -1, None, partition.lag, partition.end)
 
     @staticmethod
-    def _chunkBatch(partition: TopicPartitionRange, offset: int, records: bytes | None, lag: int | None) -> pa.RecordBatch:
+    def _chunkBatch(partition: TopicPartitionRange, offset: int, records: bytes | None, lag: int | None,
+                    end: int | None) -> pa.RecordBatch:
         return pa.RecordBatch.from_arrays(
             [pa.array([partition.topic], pa.string()), pa.array([partition.partition], pa.int32()),
-             pa.array([offset], pa.int64()), pa.array([records], pa.binary()), pa.array([lag], pa.int64())],
+             pa.array([offset], pa.int64()), pa.array([records], pa.binary()), pa.array([lag], pa.int64()),
+             pa.array([end], pa.int64())],
             schema=_SOURCE_CHUNK_ARROW_SCHEMA,
         )
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: topics are retained."""
+        """Nothing to do: topics are retained (Kafka: the sink commits the group's offsets)."""
 
 
 def _fairShares(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -461,14 +627,7 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
         self._producer = _option(options, "producer")
         self._metricsDir = options.get("metricsDir") or None
         self._chunks = _layout(options) == "chunks"
-        expected = SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA
-        types = {f.name: f.dataType for f in schema.fields}
-        wrong = [f"{f.name} {f.dataType.simpleString()}" for f in expected.fields if types.get(f.name) != f.dataType]
-        if wrong:
-            raise ValueError(
-                f"The kspark-topics sink needs the columns {expected.simpleString()}; "
-                f"missing or mistyped: {', '.join(wrong)} (got {schema.simpleString()})"
-            )
+        _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LocalTopicsCommitMessage:
         """Stage the records of this task per topic-partition and sum its metric rows (executor side)."""
@@ -481,25 +640,7 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
         metrics: dict[str, float] = {}
         try:
             for batch in iterator:
-                isMetric = pc.is_null(batch.column("topic"))
-                for text in batch.filter(isMetric).column("metrics").to_pylist():
-                    if text is not None:
-                        _addCounters(metrics, text)
-                records = pa.Table.from_batches([batch.filter(pc.invert(isMetric))])
-                if records.num_rows == 0:
-                    continue
-                if records.column("partition").null_count:
-                    raise ValueError("A kspark-topics sink row has a topic but a null partition")
-                if self._chunks:
-                    parts = ((t, p, decodeChunk(b)) for t, p, b in zip(records.column("topic").to_pylist(),
-                                                                        records.column("partition").to_pylist(),
-                                                                        records.column("records").to_pylist())
-                             if b is not None)
-                else:
-                    parts = ((t, p, records.filter(pc.and_(pc.equal(records.column("topic"), t),
-                                                           pc.equal(records.column("partition"), p))))
-                             for t, p in _distinctPairs(records))
-                for topic, partition, part in parts:
+                for topic, partition, part in _recordParts(batch, self._chunks, metrics, {}):
                     key = (topic, partition)
                     if key not in staged:
                         path = os.path.join(topics.stagingDir(topic, partition), f"{stem}.arrow")
@@ -539,19 +680,7 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
                 i = index.get((topic, partition), 0)
                 topics.appendFile(topic, partition, path, producer=self._producer, sequence=batchId, index=i)
                 index[(topic, partition)] = i + 1
-        if self._metricsDir is not None:
-            total: dict[str, float] = {}
-            for message in done:
-                for name, value in message.metrics.items():
-                    total[name] = total.get(name, 0) + value
-            os.makedirs(self._metricsDir, exist_ok=True)
-            target = os.path.join(self._metricsDir, f"{batchId:020d}.json")
-            tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "w") as f:
-                json.dump(dict(sorted(total.items())), f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
+        _writeMetrics(self._metricsDir, done, batchId)
 
     def abort(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
         """Delete the segments staged by the tasks that reported back."""
@@ -562,6 +691,17 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
                         os.remove(path)
                     except FileNotFoundError:
                         pass
+
+
+def _checkSinkSchema(schema: StructType, expected: StructType) -> None:
+    types = {f.name: f.dataType for f in schema.fields}
+    wrong = [f"{f.name} {f.dataType.simpleString()}" for f in expected.fields
+             if f.name != "positions" and types.get(f.name) != f.dataType]
+    if wrong:
+        raise ValueError(
+            f"The kspark-topics sink needs the columns {expected.simpleString()}; "
+            f"missing or mistyped: {', '.join(wrong)} (got {schema.simpleString()})"
+        )
 
 
 def _distinctPairs(records: pa.Table) -> list[tuple[str, int]]:
@@ -587,6 +727,128 @@ def _addCounters(total: dict[str, float], text: str) -> None:
         total[name] = total.get(name, 0) + value
 
 
+def _recordParts(batch: pa.RecordBatch, chunks: bool, metrics: dict[str, float],
+                 positions: dict[tuple[str, int], int]) -> Iterator[tuple[str, int, pa.Table]]:
+    """The records of one sink batch as ``(topic, partition, records)`` in order; the counters of
+    its metrics rows are added to ``metrics`` and their input positions to ``positions``."""
+    isMetric = pc.is_null(batch.column("topic"))
+    metricRows = batch.filter(isMetric)
+    for text in metricRows.column("metrics").to_pylist():
+        if text is not None:
+            _addCounters(metrics, text)
+    if "positions" in batch.schema.names:
+        for text in metricRows.column("positions").to_pylist():
+            for key, offset in json.loads(text or "{}").items():
+                topic, partition = key.rsplit("/", 1)
+                positions[(topic, int(partition))] = offset
+    records = pa.Table.from_batches([batch.filter(pc.invert(isMetric))])
+    if records.num_rows == 0:
+        return
+    if records.column("partition").null_count:
+        raise ValueError("A kspark-topics sink row has a topic but a null partition")
+    if chunks:
+        yield from ((t, p, decodeChunk(b)) for t, p, b in zip(records.column("topic").to_pylist(),
+                                                              records.column("partition").to_pylist(),
+                                                              records.column("records").to_pylist())
+                    if b is not None)
+    else:
+        yield from ((t, p, records.filter(pc.and_(pc.equal(records.column("topic"), t),
+                                                  pc.equal(records.column("partition"), p))))
+                    for t, p in _distinctPairs(records))
+
+
+def _writeMetrics(metricsDir: str | None, messages: list, batchId: int) -> None:
+    """Sum the tasks' counters into ``<metricsDir>/<batchId:020d>.json`` (replaced atomically, so
+    a replayed batch writes the same file again)."""
+    if metricsDir is None:
+        return
+    total: dict[str, float] = {}
+    for message in messages:
+        for name, value in message.metrics.items():
+            total[name] = total.get(name, 0) + value
+    os.makedirs(metricsDir, exist_ok=True)
+    target = os.path.join(metricsDir, f"{batchId:020d}.json")
+    tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(dict(sorted(total.items())), f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one Spark task wrote to Kafka: ``written`` records (0 when an earlier attempt had
+    already committed the batch), and its counters."""
+
+    written: int
+    sparkPartitionId: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
+    """Micro-batch sink into Kafka topics, with Kafka's ``processing.guarantee``.
+
+    Each Spark task writes its own records from the executor with
+    :class:`kspark.topics._kafka.KafkaSinkWriter`: ``at_least_once`` through an idempotent
+    producer, ``exactly_once_v2`` in one Kafka transaction per task and batch that also commits
+    the task's input positions (its metrics rows' ``positions``) to the consumer group
+    ``groupId``, marked with the checkpoint (Spark's query id) and batch id, so a batch Spark
+    replays after a crash is not written twice. The driver only sums the counters.
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        The Kafka backend's options (``kafka.producer``, ``kafka.consumer``), ``guarantee``
+        (``at_least_once`` or ``exactly_once_v2``), ``groupId``, ``transactionalIdPrefix`` and
+        optionally ``metricsDir``.
+    schema : StructType
+        The input schema: :data:`SINK_CHUNK_SCHEMA` (``layout=chunks``) or :data:`SINK_SCHEMA`.
+
+    Raises
+    ------
+    ValueError
+        If a required option is missing or a column is missing or mistyped.
+    """
+
+    def __init__(self, options, schema: StructType) -> None:
+        self._producerConfig = _jsonOption(options, "kafka.producer")
+        self._consumerConfig = _jsonOption(options, "kafka.consumer")
+        guarantee = (options.get("guarantee") or "at_least_once").lower()
+        if guarantee not in ("at_least_once", "exactly_once_v2"):
+            raise ValueError(f"Option 'guarantee' must be at_least_once or exactly_once_v2, got {guarantee!r}")
+        self._exactlyOnce = guarantee == "exactly_once_v2"
+        self._groupId = _option(options, "groupId")
+        self._prefix = _option(options, "transactionalIdPrefix")
+        self._metricsDir = options.get("metricsDir") or None
+        self._chunks = _layout(options) == "chunks"
+        _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        """Produce this task's records (executor side); see the class doc."""
+        from ..topics._kafka import KafkaSinkWriter
+
+        context = TaskContext.get()
+        batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
+        checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
+        metrics: dict[str, float] = {}
+        positions: dict[tuple[str, int], int] = {}
+        # the positions arrive on the metrics rows, which may come after the records: collect first
+        parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, metrics, positions)]
+        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
+        written = sink.write(context.partitionId(), checkpointId, batchId,
+                             [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
+        return KafkaCommitMessage(written, context.partitionId(), metrics)
+
+    def commit(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
+        """Write the batch's counters (driver side); the records are in Kafka already."""
+        _writeMetrics(self._metricsDir, [m for m in messages if m is not None], batchId)
+
+    def abort(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: a task's transaction committed whole or not at all (at_least_once:
+        what was written stays, and the replayed batch writes it again)."""
+
+
 def registerDataSource(spark) -> None:
-    """Register :class:`LocalTopicsDataSource` as ``"kspark-topics"`` with ``spark`` (idempotent)."""
-    spark.dataSource.register(LocalTopicsDataSource)
+    """Register :class:`TopicsDataSource` as ``"kspark-topics"`` with ``spark`` (idempotent)."""
+    spark.dataSource.register(TopicsDataSource)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..config import StreamsConfig
-from ..errors import ConfigException, StreamsException
+from ..errors import ConfigException, MissingSourceTopicException, StreamsException
 from ..runtime.metrics import MetricName
-from ..topics import LocalTopics
+from ..topics import LocalTopics, openTopics
 from ..topology import Subtopology, Topology, resolvePartitionCounts
 from ._placement import balancedTaskKeys
 
@@ -80,7 +80,7 @@ class KafkaStreams:
         if not self._appId:
             raise ConfigException('Missing required configuration "application.id" which has no default value.')
         self._topology = topology
-        self._topics = LocalTopics(self._config.get(StreamsConfig.TOPICS_DIR_CONFIG))
+        self._topics = openTopics(self._config)  # Kafka when bootstrap.servers is set, else local topics
         self._stateDir = Path(self._config.get(StreamsConfig.STATE_DIR_CONFIG)) / self._appId
         self._spark = spark
         self._queries: list = []
@@ -279,7 +279,7 @@ class KafkaStreams:
         dlq = self._config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
         if dlq is not None:
             if self._topics.partitionsFor(dlq) is None:
-                raise StreamsException(f"The dead-letter topic {dlq} (errors.deadletterqueue.topic.name) does not exist.")
+                raise StreamsException(f"The dead-letter topic {dlq} (errors.dead.letter.queue.topic.name) does not exist.")
             counts[dlq] = self._topics.partitionsFor(dlq)
             physical[dlq] = dlq
         self._checkApplicationMetadata(topology, {t: n for t, n in counts.items() if t not in internal})
@@ -287,7 +287,7 @@ class KafkaStreams:
             if topic in internal:
                 existing = self._topics.partitionsFor(physical[topic])
                 if existing is None:
-                    self._topics.createTopic(physical[topic], n)
+                    self._createInternalTopic(physical[topic], n)
                 elif existing != n:
                     raise StreamsException(
                         f"Internal topic {physical[topic]} has {existing} partitions but the topology needs {n}; "
@@ -295,7 +295,7 @@ class KafkaStreams:
                     )
         missingGlobal = sorted(t for t in topology.globalTopics() if not external.get(t))
         if missingGlobal:
-            raise StreamsException(f"Missing source topics: {missingGlobal}. Create them before starting the application.")
+            raise MissingSourceTopicException(missingGlobal)
         globalSubs = topology.globalSubtopologies()
         globalTopics = [physical[t] for t in topology.globalTopics()]
         plans = []
@@ -319,6 +319,17 @@ class KafkaStreams:
                 "logLevel": logging.getLogger("kspark").getEffectiveLevel(),  # executors follow the driver
             })
         return plans
+
+    def _createInternalTopic(self, name: str, numPartitions: int) -> None:
+        """Create a repartition topic as Kafka's ``InternalTopicManager`` does: the configured
+        ``replication.factor``, Kafka Streams' repartition topic configs and any ``topic.*`` keys."""
+        if isinstance(self._topics, LocalTopics):
+            self._topics.createTopic(name, numPartitions, ifNotExists=True)
+            return
+        config = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
+                  "message.timestamp.type": "CreateTime", **self._config.topicConfigs()}
+        self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
+                                 replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
     def _checkApplicationMetadata(self, topology: Topology, externalCounts: dict[str, int]) -> None:
         """Refuse a checkpoint written by another topology, or topics whose partition counts changed
@@ -372,7 +383,7 @@ class KafkaStreams:
     def _startQuery(self, plan: dict, trigger: dict):
         from pyspark.sql import functions as F
 
-        from ._datasource import registerDataSource
+        from ._datasource import registerDataSource, topicsOptions
         from ._task_processor import OUTPUT_SCHEMA, TaskStatefulProcessor
 
         spark = self._session()
@@ -382,11 +393,14 @@ class KafkaStreams:
         registerDataSource(spark)
         _pickleUserModulesByValue()
         sub: Subtopology = plan["subtopology"]
-        root = str(self._config.get(StreamsConfig.TOPICS_DIR_CONFIG))
+        backend = topicsOptions(self._topics)
         # layout=chunks: Spark moves a few rows of Arrow-encoded records per topic-partition and
         # micro-batch, not one row per record (see _datasource)
-        reader = (spark.readStream.format("kspark-topics").option("layout", "chunks").option("root", root)
-                  .option("topics", ",".join(plan["sources"])))
+        reader = (spark.readStream.format("kspark-topics").option("layout", "chunks").options(**backend)
+                  .option("topics", ",".join(plan["sources"]))
+                  .option("autoOffsetReset", self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")))
+        if self._config.usesKafka():
+            reader = reader.option("groupId", self._appId)
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
@@ -417,11 +431,14 @@ class KafkaStreams:
             .transformWithStateInPandas(TaskStatefulProcessor(plan), OUTPUT_SCHEMA, "Append", "None")
         )
         name = f"{self._appId}-subtopology-{sub.id}"
+        writer = out.writeStream.format("kspark-topics").option("layout", "chunks").options(**backend)
+        if self._config.usesKafka():
+            writer = (writer.option("guarantee", self._config.processingGuarantee()).option("groupId", self._appId)
+                      .option("transactionalIdPrefix", name))
+        else:
+            writer = writer.option("producer", name)
         writer = (
-            out.writeStream.format("kspark-topics")
-            .option("layout", "chunks")
-            .option("root", root)
-            .option("producer", name)
+            writer
             .option("metricsDir", str(self._stateDir / "metrics" / f"subtopology-{sub.id}"))
             .option("checkpointLocation", str(self._stateDir / f"subtopology-{sub.id}"))
             .queryName(name)

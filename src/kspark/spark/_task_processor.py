@@ -24,12 +24,12 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
-from ..topics import RECORD_SCHEMA
+from ..topics import READ_SCHEMA, RECORD_SCHEMA
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk
 from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
-# lag); output rows go straight to the kspark-topics sink, also as chunks.
+# lag, end); output rows go straight to the kspark-topics sink, also as chunks.
 OUTPUT_SCHEMA = SINK_CHUNK_SCHEMA
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
@@ -80,16 +80,25 @@ class TaskStatefulProcessor(StatefulProcessor):
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
         inputRows = 0
+        positions: dict[str, int] = {}  # "<topic>/<partition>" -> the batch's end offset (stream topics)
+        consumed: dict[str, int] = {}  # topic -> records read (Kafka's offsets also count transaction markers)
         for topic in pdf["topic"].unique().tolist():
             group = pdf[pdf["topic"] == topic]
             isMarker = group["offset"] < 0
             markers = group[isMarker]
             chunks = group[~isMarker].sort_values("offset", kind="stable")
             tables = [decodeChunk(b) for b in chunks["records"].tolist()]
-            columns = _rawColumns(tables, chunks["offset"].tolist(), task.queueOf[topic].extractsMetadataTimestamp())
+            columns = _rawColumns(tables, task.queueOf[topic].extractsMetadataTimestamp())
             inputRows += len(columns)
+            name, _, globalPartition = topic.partition("@")
+            if len(columns) and (not globalPartition or partition == 0):  # a global topic: counted by task 0 only
+                consumed[name] = consumed.get(name, 0) + len(columns)
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecordColumns(topic, columns, lag=lag)
+            if "@" not in topic:  # global partitions ("<topic>@<partition>") are not the task's own
+                for p, end in zip(markers["partition"].tolist(), markers["end"].tolist()):
+                    if end == end and end is not None:  # not NaN: the marker carries its range's end
+                        positions[f"{topic}/{int(p)}"] = int(end)
 
         converted = time.perf_counter()
         task.processAll(now)  # stream-time punctuation after every record, as in the driver
@@ -98,6 +107,8 @@ class TaskStatefulProcessor(StatefulProcessor):
         produced = task.drainProducedChunks()
         metrics = task.metrics.encoded()
         task.metrics.clear()
+        for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
+            metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
 
         processed = time.perf_counter()
         version = uuid.uuid4().hex
@@ -108,7 +119,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         _LIVE_TASKS[cacheKey] = (version, task)
         stored = time.perf_counter()
 
-        out = _outputFrame(produced, metrics)
+        out = _outputFrame(produced, metrics, positions)
         if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
@@ -132,12 +143,11 @@ class TaskStatefulProcessor(StatefulProcessor):
         pass
 
 
-def _rawColumns(tables: list[pa.Table], firstOffsets: list[int], extractsMetadataTimestamp: bool) -> RawRecordColumns:
-    """The records of a topic's chunks (in offset order) as ``RawRecordColumns``: converted to
-    Python objects only as the task's queue needs them."""
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0] if tables else RECORD_SCHEMA.empty_table()
-    offsets = (np.concatenate([np.arange(first, first + t.num_rows, dtype=np.int64) for first, t in zip(firstOffsets, tables)])
-               if tables else np.zeros(0, np.int64))
+def _rawColumns(tables: list[pa.Table], extractsMetadataTimestamp: bool) -> RawRecordColumns:
+    """The records of a topic's chunks (``READ_SCHEMA`` tables in offset order) as
+    ``RawRecordColumns``: converted to Python objects only as the task's queue needs them."""
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0] if tables else READ_SCHEMA.empty_table()
+    offsets = table.column("offset").to_numpy()
     timestamps = table.column("timestamp").to_numpy()
     # Built-in extractors on valid timestamps: taken in bulk, no extractor call per record
     bulk = extractsMetadataTimestamp and bool((timestamps >= 0).all())
@@ -145,9 +155,10 @@ def _rawColumns(tables: list[pa.Table], firstOffsets: list[int], extractsMetadat
                             bulk)
 
 
-def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:
+def _outputFrame(produced: list, metrics: dict, positions: dict[str, int]) -> pd.DataFrame:
     """One sink chunk row per (topic, partition) run of ``produced`` (``ProducedRecord`` tuples and
-    ``ProducedColumns``; records in produced order per topic-partition), then the metrics row."""
+    ``ProducedColumns``; records in produced order per topic-partition), then the metrics row
+    with the task's input ``positions`` (``"<topic>/<partition>"`` -> next offset)."""
     topics: list = []
     partitions: list = []
     blobs: list = []
@@ -175,6 +186,7 @@ def _outputFrame(produced: list, metrics: dict) -> pd.DataFrame:
             "partition": pd.array(partitions + [None], dtype="Int32"),
             "records": blobs + [None],
             "metrics": [None] * n + [json.dumps(metrics)],
+            "positions": [None] * n + [json.dumps(positions)],
         },
         columns=_OUTPUT_COLUMNS,
     )

@@ -45,7 +45,8 @@ class KafkaBroker:
     Also a context manager (start on enter, stop on exit).
 
     Topics are not created automatically (``auto.create.topics.enable=false``, as a Kafka
-    Streams deployment expects); the internal topics (``__consumer_offsets``,
+    Streams deployment expects), records are never deleted by age (``log.retention.ms=-1``:
+    test data carries old timestamps); the internal topics (``__consumer_offsets``,
     ``__transaction_state``) have one replica and few partitions, so transactions and
     consumer-group offsets work on one broker.
 
@@ -101,6 +102,9 @@ class KafkaBroker:
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.logDir / "data"),
             "auto.create.topics.enable": "false",
+            # keep every record: test and demo data carry event times months or years old, which
+            # the default 7-day retention (by record timestamp) would delete
+            "log.retention.ms": "-1",
             "offsets.topic.replication.factor": "1",
             "offsets.topic.num.partitions": "5",
             "transaction.state.log.replication.factor": "1",

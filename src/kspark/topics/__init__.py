@@ -1,5 +1,16 @@
-"""kspark's embedded default "Kafka": local, file-backed, partitioned topic logs (no pyspark)."""
+"""Topics: kspark's embedded default "Kafka" (local, file-backed, partitioned logs) and Kafka
+itself, behind one interface (:class:`Topics`); no pyspark here."""
 
-from ._local import RECORD_SCHEMA, LocalTopics, TopicExistsException, UnknownTopicOrPartitionException
+from ._api import READ_SCHEMA, RECORD_SCHEMA, OffsetOutOfRangeException, Topics, openTopics
+from ._local import LocalTopics, TopicExistsException, UnknownTopicOrPartitionException
 
-__all__ = ["RECORD_SCHEMA", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
+__all__ = ["READ_SCHEMA", "RECORD_SCHEMA", "LocalTopics", "OffsetOutOfRangeException", "TopicExistsException", "Topics",
+           "UnknownTopicOrPartitionException", "openTopics"]
+
+
+def __getattr__(name: str):
+    if name == "KafkaTopics":  # confluent-kafka is imported only when Kafka is used
+        from ._kafka import KafkaTopics
+
+        return KafkaTopics
+    raise AttributeError(f"module 'kspark.topics' has no attribute {name!r}")

@@ -32,19 +32,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ._api import READ_SCHEMA, RECORD_SCHEMA, Topics
+
 __all__ = ["RECORD_SCHEMA", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
-
-RECORD_SCHEMA = pa.schema(
-    [
-        pa.field("timestamp", pa.int64(), nullable=False),
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("headers", pa.binary()),
-    ]
-)
-"""Schema of the rows stored in a topic: timestamp (ms since the epoch) and serialized bytes."""
-
-_READ_SCHEMA = pa.schema([pa.field("offset", pa.int64(), nullable=False), *RECORD_SCHEMA])
 
 _MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -122,7 +112,7 @@ def _committedLines(data: bytes) -> list[bytes]:
     return data.split(b"\n")[:-1]
 
 
-class LocalTopics:
+class LocalTopics(Topics):
     """Partitioned topic logs stored as Arrow IPC segments under a local directory.
 
     Safe for concurrent use by several processes on one machine: appends to a partition are
@@ -146,7 +136,7 @@ class LocalTopics:
     # ------------------------------------------------------------------ admin
 
     def createTopic(self, name: str, numPartitions: int, *, ifNotExists: bool = False,
-                    config: dict[str, str] | None = None) -> None:
+                    config: dict[str, str] | None = None, replicationFactor: int = -1) -> None:
         """Create topic ``name`` with ``numPartitions`` empty partitions.
 
         Parameters
@@ -161,6 +151,8 @@ class LocalTopics:
             Topic configs; only ``message.timestamp.type`` (``CreateTime``, the default, keeps the
             producer's timestamp; ``LogAppendTime`` replaces it by the time the log appended the
             record, in ms) is supported.
+        replicationFactor : int, default -1
+            Ignored: a local log has one copy.
 
         Raises
         ------
@@ -283,6 +275,23 @@ class LocalTopics:
         if numPartitions is None:
             raise _unknownTopic(name)
         return {partition: self.endOffset(name, partition) for partition in range(numPartitions)}
+
+    def beginningOffsets(self, name: str) -> dict[int, int]:
+        """Partition -> 0 for every partition of ``name``: a local log keeps every record.
+
+        Raises
+        ------
+        UnknownTopicOrPartitionException
+            If the topic does not exist.
+        """
+        numPartitions = self.partitionsFor(name)
+        if numPartitions is None:
+            raise _unknownTopic(name)
+        return dict.fromkeys(range(numPartitions), 0)
+
+    def topicId(self, name: str) -> str | None:
+        """None: local topics have no id yet."""
+        return None
 
     # ------------------------------------------------------------------ writes
 
@@ -407,18 +416,19 @@ class LocalTopics:
     def produce(
         self,
         name: str,
-        records: Iterable[tuple[bytes | None, bytes | None, int]],
+        records: Iterable[tuple],
         *,
         partitioner: Callable[[bytes | None, int], int],
     ) -> dict[int, int]:
-        """Append ``(key, value, timestamp_ms)`` records, one segment per partition written.
+        """Append ``(key, value, timestamp_ms[, headers])`` records, one segment per partition written.
 
         Parameters
         ----------
         name : str
             Topic to write to.
-        records : iterable of (bytes or None, bytes or None, int)
-            Serialized key, serialized value and timestamp (ms since the epoch); no headers.
+        records : iterable of (bytes or None, bytes or None, int[, tuple])
+            Serialized key, serialized value, timestamp (ms since the epoch) and optionally the
+            headers, a tuple of ``(str, bytes or None)`` pairs.
         partitioner : callable
             ``partitioner(keyBytes, numPartitions) -> partition``; called for every record,
             also with a ``None`` key.
@@ -438,25 +448,29 @@ class LocalTopics:
         numPartitions = self.partitionsFor(name)
         if numPartitions is None:
             raise _unknownTopic(name)
-        columns: dict[int, tuple[list, list, list]] = {}
-        for key, value, timestamp in records:
+        from ..runtime.stream_task import encodeHeaders
+
+        columns: dict[int, tuple[list, list, list, list]] = {}
+        for record in records:
+            key, value, timestamp = record[:3]
             partition = partitioner(key, numPartitions)
             if not 0 <= partition < numPartitions:
                 raise ValueError(f"Partitioner returned partition {partition} for topic {name} "
                                  f"with {numPartitions} partitions")
-            keys, values, timestamps = columns.setdefault(partition, ([], [], []))
+            keys, values, timestamps, headers = columns.setdefault(partition, ([], [], [], []))
             keys.append(key)
             values.append(value)
             timestamps.append(timestamp)
+            headers.append(encodeHeaders(record[3]) if len(record) > 3 else None)
         counts = {}
         for partition in sorted(columns):
-            keys, values, timestamps = columns[partition]
+            keys, values, timestamps, headers = columns[partition]
             table = pa.table(
                 {
                     "timestamp": pa.array(timestamps, pa.int64()),
                     "key": pa.array(keys, pa.binary()),
                     "value": pa.array(values, pa.binary()),
-                    "headers": pa.nulls(len(keys), pa.binary()),
+                    "headers": pa.array(headers, pa.binary()),
                 }
             )
             self.append(name, partition, table)
@@ -498,7 +512,7 @@ class LocalTopics:
         entries = self._readManifest(partDir)
         end = min(end, entries[-1]["start"] + entries[-1]["count"]) if entries else 0
         if start >= end:
-            return _READ_SCHEMA.empty_table()
+            return READ_SCHEMA.empty_table()
         starts = [entry["start"] for entry in entries]
         first = bisect.bisect_right(starts, start) - 1
         logAppendTime = self.timestampType(name) == "LogAppendTime"
@@ -517,7 +531,13 @@ class LocalTopics:
             pieces.append(piece)
         records = pa.concat_tables(pieces)
         offsets = pa.array(np.arange(start, end, dtype=np.int64))
-        return pa.Table.from_arrays([offsets, *records.columns], schema=_READ_SCHEMA)
+        return pa.Table.from_arrays([offsets, *records.columns], schema=READ_SCHEMA)
+
+    def readBatches(self, name: str, partition: int, start: int, end: int, maxRows: int = 65536) -> Iterator[pa.Table]:
+        """:meth:`read` in slices of at most ``maxRows`` rows (none when the range is empty)."""
+        table = self.read(name, partition, start, end)
+        for offset in range(0, table.num_rows, maxRows):
+            yield table.slice(offset, maxRows)
 
     # ------------------------------------------------------------------ internals
 

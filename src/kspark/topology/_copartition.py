@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ..errors import StreamsException, TaskAssignmentException, TopologyException
+from ..errors import MissingSourceTopicException, TaskAssignmentException, TopologyException
 from ._topology import Topology
 
 __all__ = ["resolvePartitionCounts"]
@@ -20,8 +20,8 @@ def resolvePartitionCounts(topology: Topology, external: dict[str, int | None]) 
 
     Raises
     ------
-    StreamsException
-        If a source topic does not exist (Kafka: ``MissingSourceTopicException``).
+    MissingSourceTopicException
+        If a source topic does not exist (``"Missing source topics. [a, b]"``, Kafka's text).
     TopologyException
         If a co-partition group's external topics differ in partition count
         (``"Invalid topology: Topics not co-partitioned: [{a=2, b=1}]"``), or enforced
@@ -33,7 +33,7 @@ def resolvePartitionCounts(topology: Topology, external: dict[str, int | None]) 
     counts: dict[str, int] = {}
     missing = sorted(t for t in topology.sourceTopics() if t not in internal and not external.get(t))
     if missing:
-        raise StreamsException(f"Missing source topics: {missing}. Create them before starting the application.")
+        raise MissingSourceTopicException(missing)
     for topic, n in external.items():
         if n:
             counts[topic] = n

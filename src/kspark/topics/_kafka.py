@@ -1,0 +1,628 @@
+"""Kafka topics through confluent-kafka (librdkafka): the backend kspark uses when
+``bootstrap.servers`` is set.
+
+Reads keep Kafka's offsets (with their gaps: transaction markers, aborted records,
+compaction), record timestamps (CreateTime or LogAppendTime, as the broker delivers them) and
+headers; ``read_committed`` is kspark's default isolation level. Writes from Spark tasks go
+through :class:`KafkaSinkWriter`: an idempotent producer (``at_least_once``) or one Kafka
+transaction per writer task and micro-batch that also commits the batch's input offsets to the
+consumer group ``application.id`` (``exactly_once_v2``, as Kafka Streams' ``StreamTask`` does).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+import pyarrow as pa
+
+from ._api import READ_SCHEMA, OffsetOutOfRangeException, Topics
+from ._local import TopicExistsException, UnknownTopicOrPartitionException
+
+__all__ = ["KafkaSinkWriter", "KafkaTopics", "librdkafkaConfig"]
+
+log = logging.getLogger("kspark.topics")
+# librdkafka's own log lines (connection attempts, retries) go to Python logging, not stderr; the
+# calls that fail raise their own errors
+_librdkafkaLog = logging.getLogger("kspark.topics.librdkafka")
+_librdkafkaLog.setLevel(logging.CRITICAL + 1)
+
+_TIMEOUT_S = 30.0  # default for every admin, metadata and read call (admin default.api.timeout.ms overrides)
+_JAVA_ONLY = {
+    # Java client settings with no librdkafka meaning: the serdes are kspark's, the rest is the
+    # Java client's own machinery
+    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer", "max.poll.records",
+    "default.api.timeout.ms", "interceptor.classes", "partitioner.class", "metric.reporters",
+    "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms", "auto.include.jmx.reporter",
+    "buffer.memory", "max.block.ms", "delivery.timeout.ms.config", "retry.backoff.max.ms", "security.providers",
+    "sasl.jaas.config", "sasl.login.class", "sasl.client.callback.handler.class", "sasl.login.callback.handler.class",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.keystore.type",
+    "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.protocol", "ssl.provider",
+    "ssl.secure.random.implementation", "ssl.engine.factory.class", "ssl.enabled.protocols", "client.dns.lookup",
+    "partition.assignment.strategy", "exclude.internal.topics", "allow.auto.create.topics", "enable.metrics.push",
+}
+_JAAS = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+_RENAMED = {  # Java client key -> librdkafka's name for the same setting
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+    "max.request.size": "message.max.bytes",
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+}
+
+
+def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | None = None) -> dict[str, str]:
+    """``props`` (Java client keys, as ``StreamsConfig.clientConfigs`` gives them) as a librdkafka
+    configuration: the same keys where librdkafka has them (most do), ``sasl.jaas.config``'s
+    ``username``/``password`` as ``sasl.username``/``sasl.password``, a few keys under librdkafka's
+    names (``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ...), and keys with no librdkafka
+    meaning dropped, with one WARNING each (logger ``kspark.topics``) for those in ``userKeys`` (the
+    keys the user set; the default: all).
+
+    Raises
+    ------
+    kspark.ConfigException
+        If librdkafka rejects a value, naming the key.
+    """
+    from confluent_kafka import KafkaException
+
+    from ..errors import ConfigException
+
+    conf: dict[str, str] = {}
+    for key, value in props.items():
+        if key == "sasl.jaas.config":
+            credentials = dict(_JAAS.findall(str(value)))
+            for java, librdkafka in (("username", "sasl.username"), ("password", "sasl.password")):
+                if java in credentials:
+                    conf.setdefault(librdkafka, credentials[java])
+            continue
+        if key in _JAVA_ONLY:
+            if userKeys is None or key in userKeys:
+                log.warning("%s config %s has no librdkafka equivalent and is ignored", kind, key)
+            continue
+        conf[_RENAMED.get(key, key)] = str(value)
+    probe = {**conf, "group.id": conf.get("group.id", "kspark-config-probe")} if kind == "consumer" else dict(conf)
+    for _ in range(len(conf) + 1):
+        try:
+            _client(kind, probe)
+            return conf
+        except KafkaException as e:
+            match = re.search(r'No such configuration property: "([^"]+)"', str(e))
+            if match is None:
+                raise ConfigException(f"Invalid {kind} configuration for Kafka: {e}") from None
+            if userKeys is None or match.group(1) in userKeys:
+                log.warning("%s config %s is unknown to librdkafka and is ignored", kind, match.group(1))
+            conf.pop(match.group(1), None)
+            probe.pop(match.group(1), None)
+    return conf
+
+
+def _client(kind: str, conf: dict):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+
+    client = {"consumer": Consumer, "producer": Producer}.get(kind, AdminClient)({**conf, "logger": _librdkafkaLog})
+    if kind == "consumer":
+        client.close()
+    return client
+
+
+def _unreachable(servers: str, error: object, timeoutS: float = _TIMEOUT_S) -> Exception:
+    from ..errors import StreamsException
+
+    return StreamsException(
+        f"The Kafka cluster at bootstrap.servers={servers} did not answer within {timeoutS:g} s: {error}")
+
+
+class KafkaTopics(Topics):
+    """Topics of a Kafka cluster (confluent-kafka's ``AdminClient``, ``Consumer`` and ``Producer``).
+
+    Parameters
+    ----------
+    adminConfig, consumerConfig, producerConfig : mapping of str to str
+        Client configurations with Java client keys (``bootstrap.servers`` required), as
+        ``StreamsConfig.clientConfigs("admin" | "consumer" | "producer")`` gives them;
+        ``isolation.level`` of the consumer sets what end offsets and reads see.
+    userKeys : set of str, optional
+        The client keys the user set: only those get a WARNING when librdkafka cannot use them.
+
+    Every call gives up after the admin config's ``default.api.timeout.ms`` (default 30 s here).
+
+    Raises
+    ------
+    kspark.ConfigException
+        If a client setting is invalid for librdkafka.
+    kspark.StreamsException
+        From any call, if the cluster does not answer within 30 s (naming ``bootstrap.servers``).
+    """
+
+    def __init__(self, adminConfig: Mapping[str, str], consumerConfig: Mapping[str, str] | None = None,
+                 producerConfig: Mapping[str, str] | None = None, userKeys: set[str] | None = None) -> None:
+        self.timeoutS = int(adminConfig.get("default.api.timeout.ms", _TIMEOUT_S * 1000)) / 1000
+        self.adminConfig = librdkafkaConfig(adminConfig, "admin", userKeys)
+        self.consumerConfig = librdkafkaConfig(consumerConfig or adminConfig, "consumer", userKeys)
+        self.producerConfig = librdkafkaConfig(producerConfig or adminConfig, "producer", userKeys)
+        self.servers = self.adminConfig.get("bootstrap.servers", "")
+        self._admin = None
+
+    def __getstate__(self) -> dict:  # shipped to Spark's Python workers: without the live client
+        return {**self.__dict__, "_admin": None}
+
+    def _adminClient(self):
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient({**self.adminConfig, "logger": _librdkafkaLog})
+        return self._admin
+
+    def _readCommitted(self) -> bool:
+        return self.consumerConfig.get("isolation.level", "read_committed") == "read_committed"
+
+    # ------------------------------------------------------------------ admin
+    def _metadata(self, name: str | None = None):
+        from confluent_kafka import KafkaException
+
+        try:
+            return self._adminClient().list_topics(topic=name, timeout=self.timeoutS)
+        except KafkaException as e:
+            raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
+
+    def partitionsFor(self, name: str) -> int | None:
+        """Number of partitions of ``name`` on the cluster, or None if it does not exist."""
+        topic = self._metadata(name).topics.get(name)
+        if topic is None or topic.error is not None:
+            return None
+        return len(topic.partitions)
+
+    def _led(self, name: str, numPartitions: int) -> bool:
+        """Whether ``name`` has ``numPartitions`` partitions, each with a leader."""
+        topic = self._metadata(name).topics.get(name)
+        return (topic is not None and topic.error is None and len(topic.partitions) == numPartitions
+                and all(p.leader >= 0 for p in topic.partitions.values()))
+
+    def listTopics(self) -> list[str]:
+        """Names of the cluster's topics (internal ones excluded), sorted."""
+        return sorted(t for t in self._metadata().topics if not t.startswith("__"))
+
+    def createTopic(self, name: str, numPartitions: int, *, ifNotExists: bool = False,
+                    config: Mapping[str, str] | None = None, replicationFactor: int = -1) -> None:
+        """Create ``name`` on the cluster (``replicationFactor`` -1: the broker's
+        ``default.replication.factor``) and wait until its metadata shows every partition.
+
+        Raises
+        ------
+        TopicExistsException
+            If it exists, unless ``ifNotExists`` and it has ``numPartitions`` partitions.
+        """
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        future = self._adminClient().create_topics(
+            [NewTopic(name, numPartitions, replicationFactor, config=dict(config or {}))],
+            request_timeout=self.timeoutS)[name]
+        try:
+            future.result(timeout=self.timeoutS)
+        except KafkaException as e:
+            error = e.args[0]
+            if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                if error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+                    raise _unreachable(self.servers, error, self.timeoutS) from None
+                raise ValueError(f"Creating topic {name}: {error.str()}") from None
+            existing = self.partitionsFor(name)
+            if ifNotExists and existing == numPartitions:
+                return
+            detail = "" if existing == numPartitions else f" It has {existing} partitions, not {numPartitions}."
+            raise TopicExistsException(f"Topic '{name}' already exists.{detail}") from None
+        deadline = time.monotonic() + self.timeoutS
+        while not self._led(name, numPartitions):  # metadata and leaders follow the creation
+            if time.monotonic() > deadline:
+                raise _unreachable(self.servers, f"topic {name} was created but its metadata did not appear",
+                                   self.timeoutS)
+            time.sleep(0.05)
+
+    def deleteTopic(self, name: str) -> None:
+        """Delete ``name`` and wait until the cluster no longer lists it."""
+        future = self._adminClient().delete_topics([name], request_timeout=self.timeoutS)[name]
+        from confluent_kafka import KafkaError, KafkaException
+
+        try:
+            future.result(timeout=self.timeoutS)
+        except KafkaException as e:
+            if e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}") from None
+            raise
+        deadline = time.monotonic() + self.timeoutS
+        while self.partitionsFor(name) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def topicId(self, name: str) -> str | None:
+        """The topic's id (Kafka ``Uuid``, base64), new whenever the topic is created again."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        future = self._adminClient().describe_topics(TopicCollection([name]), request_timeout=self.timeoutS)[name]
+        try:
+            return str(future.result(timeout=self.timeoutS).topic_id)
+        except KafkaException:
+            return None
+
+    # ------------------------------------------------------------------ offsets
+    def _listOffsets(self, name: str, spec) -> dict[int, int]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+
+        numPartitions = self.partitionsFor(name)
+        if numPartitions is None:
+            raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
+        level = IsolationLevel.READ_COMMITTED if self._readCommitted() else IsolationLevel.READ_UNCOMMITTED
+        def listOffsets():
+            futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
+                                                       isolation_level=level, request_timeout=self.timeoutS)
+            return {tp.partition: f.result(timeout=self.timeoutS).offset for tp, f in futures.items()}
+
+        return self._retrying(listOffsets)
+
+    def _retrying(self, call):
+        """``call()``, again while it fails with a retriable error (a new topic's leaders or a
+        restarted broker's coordinators not ready yet), for at most the timeout."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.timeoutS
+        while True:
+            try:
+                return call()
+            except KafkaException as e:
+                if not _transient(e.args[0]) or time.monotonic() > deadline:
+                    raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
+                time.sleep(0.1)
+
+    def endOffsets(self, name: str) -> dict[int, int]:
+        """Partition -> end offset: the last stable offset under ``read_committed`` (records of
+        open transactions lie beyond it), else the high watermark."""
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._listOffsets(name, OffsetSpec.latest())
+
+    def beginningOffsets(self, name: str) -> dict[int, int]:
+        """Partition -> log start offset (records before it were deleted by retention)."""
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._listOffsets(name, OffsetSpec.earliest())
+
+    def committedOffsets(self, groupId: str, name: str) -> dict[int, tuple[int, str | None]]:
+        """Partition -> (offset, metadata) committed by consumer group ``groupId`` for ``name``
+        (partitions without a committed offset are left out)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        numPartitions = self.partitionsFor(name) or 0
+        request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
+        result = self._retrying(lambda: self._adminClient().list_consumer_group_offsets(
+            [request], request_timeout=self.timeoutS, require_stable=True)[groupId].result(self.timeoutS))
+        return {tp.partition: (tp.offset, tp.metadata) for tp in result.topic_partitions if tp.offset >= 0}
+
+    # ------------------------------------------------------------------ reads
+    def readBatches(self, name: str, partition: int, start: int, end: int, maxRows: int = 65536) -> Iterator[pa.Table]:
+        """The records with offsets in ``[start, end)`` as ``READ_SCHEMA`` tables, read by a
+        consumer assigned to the partition (aborted records and control records are not
+        delivered under ``read_committed``, so offsets can have gaps).
+
+        Raises
+        ------
+        OffsetOutOfRangeException
+            If ``start`` is no longer in the log (deleted by retention), naming the topic,
+            partition and offset.
+        kspark.StreamsException
+            If the range cannot be read within 30 s of the last progress.
+        """
+        if start >= end:
+            return
+        from confluent_kafka import KafkaError, TopicPartition
+
+        from ..runtime.stream_task import encodeHeaders
+
+        consumer = _pooledConsumer(self.consumerConfig)
+        consumer.assign([TopicPartition(name, partition, start)])
+        try:
+            pending: list = []  # messages of the range not yet yielded, in offset order
+            deadline = time.monotonic() + self.timeoutS
+            done = False
+            while not done:
+                messages = consumer.consume(num_messages=min(maxRows, 100_000), timeout=0.05)
+                if messages:
+                    deadline = time.monotonic() + self.timeoutS
+                    data = [m for m in messages if m.error() is None]
+                    for m in messages if len(data) < len(messages) else ():
+                        error = m.error()
+                        if error is None:
+                            continue
+                        code = error.code()
+                        if code == KafkaError._PARTITION_EOF:
+                            done = done or m.offset() >= end  # else the log end is below the plan: wait
+                        elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                            raise OffsetOutOfRangeException(
+                                f"Offset {start} of {name}-{partition} is out of range (the log starts later): {error.str()}")
+                        elif error.fatal() or not error.retriable():
+                            raise _unreachable(self.servers, f"reading {name}-{partition} at {start}: {error.str()}",
+                                               self.timeoutS)
+                    if data and data[-1].offset() >= end - 1:  # the range's last offset reached: cut there
+                        done = True
+                        offsets = [m.offset() for m in data]
+                        data = data[:bisect.bisect_left(offsets, end)]
+                    pending += data
+                while len(pending) >= maxRows or (done and pending):
+                    chunk, pending = pending[:maxRows], pending[maxRows:]
+                    yield _messagesTable(chunk, encodeHeaders)
+                if not done and time.monotonic() > deadline:
+                    raise _unreachable(self.servers, f"reading {name}-{partition} [{start}, {end}) made no progress",
+                                      self.timeoutS)
+        finally:
+            consumer.unassign()
+
+    # ------------------------------------------------------------------ writes
+    def produce(self, name: str, records: Iterable[tuple], *,
+                partitioner: Callable[[bytes | None, int], int]) -> dict[int, int]:
+        """Produce ``(key, value, timestamp_ms[, headers])`` records with an idempotent producer
+        and wait until every one is acknowledged; returns partition -> records written.
+
+        Raises
+        ------
+        UnknownTopicOrPartitionException
+            If the topic does not exist.
+        kspark.StreamsException
+            If a record is not acknowledged, with the broker's error.
+        """
+        from confluent_kafka import Producer
+
+        from ..errors import StreamsException
+
+        numPartitions = self.partitionsFor(name)
+        if numPartitions is None:
+            raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
+        producer = Producer({**self.producerConfig, "enable.idempotence": "true", "linger.ms": "20",
+                             "logger": _librdkafkaLog})
+        errors: list = []
+        counts: dict[int, int] = {}
+
+        def delivered(err, msg):
+            if err is not None:
+                errors.append(err)
+
+        for record in records:
+            key, value, timestamp = record[:3]
+            partition = partitioner(key, numPartitions)
+            _produce(producer, name, partition, key, value, timestamp, record[3] if len(record) > 3 else None, delivered)
+            counts[partition] = counts.get(partition, 0) + 1
+        if producer.flush(self.timeoutS) > 0 or errors:
+            raise StreamsException(f"Producing to {name} failed: {errors[0] if errors else 'not acknowledged in time'}")
+        return dict(sorted(counts.items()))
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def _transient(error) -> bool:
+    """Whether ``error`` passes by itself (librdkafka's retriable flag is not set on every admin
+    response error, e.g. a group coordinator still loading its offsets)."""
+    from confluent_kafka import KafkaError
+
+    return error.retriable() or error.code() in (
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
+        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT)
+
+
+def _messagesTable(messages: list, encodeHeaders) -> pa.Table:
+    """Consumed messages as a ``READ_SCHEMA`` table (one comprehension per column: a call per
+    record and column is the cost of reading Kafka from Python)."""
+    headers = [m.headers() for m in messages]
+    return pa.Table.from_arrays(
+        [pa.array([m.offset() for m in messages], pa.int64()),
+         pa.array([m.timestamp()[1] for m in messages], pa.int64()),
+         pa.array([m.key() for m in messages], pa.binary()), pa.array([m.value() for m in messages], pa.binary()),
+         pa.array([encodeHeaders(tuple(h)) if h else None for h in headers], pa.binary())],
+        schema=READ_SCHEMA)
+
+
+def _produce(producer, topic, partition, key, value, timestamp, headers, callback) -> None:
+    """``producer.produce`` that waits for room when librdkafka's local queue is full."""
+    while True:
+        try:
+            if headers:
+                producer.produce(topic, value, key, partition=partition, timestamp=timestamp,
+                                 headers=list(headers), on_delivery=callback)
+            else:
+                producer.produce(topic, value, key, partition=partition, timestamp=timestamp, on_delivery=callback)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+_CONSUMERS: dict[tuple, object] = {}
+
+
+def _pooledConsumer(config: Mapping[str, str]):
+    """A consumer for assigned reads, kept per process and configuration (creating one costs a
+    metadata round trip); it never joins its group nor commits."""
+    key = tuple(sorted(config.items()))
+    consumer = _CONSUMERS.get(key)
+    if consumer is None:
+        from confluent_kafka import Consumer
+
+        consumer = _CONSUMERS[key] = Consumer({
+            **config, "group.id": config.get("group.id", "kspark-reader"), "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false", "enable.partition.eof": "true", "auto.offset.reset": "error",
+            # a range ends where it was planned: a fetch that finds nothing new (a partition whose
+            # last offset is a commit marker) should answer at once, not after Kafka's 500 ms
+            "fetch.wait.max.ms": config.get("fetch.wait.max.ms", "10"),
+            "logger": _librdkafkaLog,
+        })
+    return consumer
+
+
+# ---------------------------------------------------------------------- transactional sink
+_PRODUCERS: dict[str, object] = {}
+_MARK = "kspark1"
+
+
+def batchMarker(checkpointId: str, batchId: int) -> str:
+    """The metadata committed with a micro-batch's input offsets: which checkpoint (Spark's query
+    id, new for every new checkpoint) and batch wrote them."""
+    return f"{_MARK}:{checkpointId}:{batchId}"
+
+
+def _committedBatch(metadata: str | None, checkpointId: str) -> int | None:
+    parts = (metadata or "").split(":")
+    if len(parts) == 3 and parts[0] == _MARK and parts[1] == checkpointId and parts[2].isdigit():
+        return int(parts[2])
+    return None
+
+
+class KafkaSinkWriter:
+    """Writes one Spark task's output of one micro-batch to Kafka (executor side).
+
+    ``at_least_once``: an idempotent producer; the write returns once every record is
+    acknowledged, so a batch is never committed by Spark before its records are in Kafka (a
+    replayed batch can write them again).
+
+    ``exactly_once_v2``: a transactional producer with ``transactional.id`` =
+    ``<transactionalIdPrefix>-<writer>`` (stable per application, sub-topology and writer task, so
+    a retried or restarted writer fences the old one and aborts its open transaction). One
+    transaction per task and batch holds the records and the task's input positions, committed
+    to the consumer group ``application.id`` with ``send_offsets_to_transaction`` and the
+    metadata ``kspark1:<checkpoint id>:<batch id>``. Before writing, the writer reads the group's
+    committed metadata for its positions: when it names this checkpoint and this batch (or a
+    later one), the batch was already committed by an earlier attempt and nothing is written.
+    """
+
+    def __init__(self, producerConfig: Mapping[str, str], consumerConfig: Mapping[str, str], groupId: str,
+                 exactlyOnce: bool, transactionalIdPrefix: str) -> None:
+        self.producerConfig = dict(producerConfig)
+        self.consumerConfig = dict(consumerConfig)
+        self.groupId = groupId
+        self.exactlyOnce = exactlyOnce
+        self.prefix = transactionalIdPrefix
+
+    def write(self, writer: int, checkpointId: str, batchId: int, parts: list[tuple[str, int, pa.Table]],
+              positions: dict[tuple[str, int], int]) -> int:
+        """Write ``parts`` — ``(topic, partition, RECORD_SCHEMA table)`` in order — and, under
+        exactly-once, commit ``positions`` ((topic, partition) -> next offset) with them.
+
+        Under exactly-once the offsets are sent first in the transaction (a round trip to the
+        coordinator that tells a producer it was fenced before it sends any record: a writer
+        task moves between Python workers, and the newest one's producer fences the others);
+        a fenced or otherwise failed transaction is aborted by the broker, so the writer takes
+        its transactional id back and writes the batch again, up to three times.
+
+        Returns the records written (0 when an earlier attempt already committed this batch).
+
+        Raises
+        ------
+        kspark.StreamsException
+            If the transaction fails three times (e.g. two attempts of this writer task keep
+            fencing each other), or a record is not acknowledged.
+        """
+        from confluent_kafka import KafkaException, TopicPartition
+
+        if not self.exactlyOnce:
+            return self._writeIdempotent(parts)
+        transactionalId = f"{self.prefix}-{writer}"
+        marker = batchMarker(checkpointId, batchId)
+        offsets = [TopicPartition(t, p, o, marker) for (t, p), o in sorted(positions.items())]
+        for attempt in range(3):
+            producer = self._transactionalProducer(transactionalId)
+            errors: list = []
+            try:
+                if positions and self._alreadyCommitted(positions, checkpointId, batchId):
+                    log.info("%s: batch %d already committed by an earlier attempt; nothing written",
+                             transactionalId, batchId)
+                    return 0
+                producer.begin_transaction()
+                if offsets:
+                    producer.send_offsets_to_transaction(offsets, self._groupMetadata(), _TIMEOUT_S)
+                written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
+                              for t, p, table in parts)
+                producer.commit_transaction(_TIMEOUT_S * 4)
+                if errors:  # not expected after a successful commit, but never silently
+                    raise _sinkError(transactionalId, errors[0])
+                return written
+            except KafkaException as e:
+                _PRODUCERS.pop(transactionalId, None)
+                try:
+                    producer.abort_transaction(_TIMEOUT_S)
+                except KafkaException:
+                    pass
+                if attempt == 2:
+                    raise _sinkError(transactionalId, errors[0] if errors else e) from None
+                log.info("%s: batch %d transaction failed (%s); writing it again", transactionalId, batchId, e)
+        raise AssertionError("unreachable")
+
+    def _writeIdempotent(self, parts) -> int:
+        from confluent_kafka import Producer
+
+        key = f"idempotent:{sorted(self.producerConfig.items())}"
+        producer = _PRODUCERS.get(key)
+        if producer is None:
+            producer = _PRODUCERS[key] = Producer({**self.producerConfig, "enable.idempotence": "true",
+                                                   "logger": _librdkafkaLog})
+        errors: list = []
+        written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
+                      for t, p, table in parts)
+        if producer.flush(_TIMEOUT_S * 4) > 0 or errors:
+            raise _sinkError("idempotent producer", errors[0] if errors else "records not acknowledged in time")
+        return written
+
+    def _transactionalProducer(self, transactionalId: str):
+        producer = _PRODUCERS.get(transactionalId)
+        if producer is None:
+            from confluent_kafka import KafkaException, Producer
+
+            conf = dict(self.producerConfig)
+            # librdkafka: a record's delivery timeout must fit in the transaction's
+            timeout = conf.get("transaction.timeout.ms", "60000")
+            if int(conf.get("delivery.timeout.ms", timeout)) > int(timeout):
+                conf["delivery.timeout.ms"] = timeout
+            producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
+            try:
+                producer.init_transactions(_TIMEOUT_S)  # fences older producers with this id
+            except KafkaException as e:
+                raise _sinkError(transactionalId, e) from None
+            _PRODUCERS[transactionalId] = producer
+        return producer
+
+    def _groupConsumer(self):
+        return _pooledConsumer({**self.consumerConfig, "group.id": self.groupId, "isolation.level": "read_committed"})
+
+    def _groupMetadata(self):
+        return self._groupConsumer().consumer_group_metadata()
+
+    def _alreadyCommitted(self, positions: dict[tuple[str, int], int], checkpointId: str, batchId: int) -> bool:
+        from confluent_kafka import TopicPartition
+
+        (topic, partition), _ = min(positions.items())
+        committed = self._groupConsumer().committed([TopicPartition(topic, partition)], timeout=_TIMEOUT_S)[0]
+        done = _committedBatch(committed.metadata, checkpointId)
+        return done is not None and done >= batchId
+
+
+def _produceTable(producer, topic: str, partition: int, table: pa.Table, callback) -> int:
+    from ..runtime.stream_task import decodeHeaders
+
+    keys = table.column("key").to_pylist()
+    values = table.column("value").to_pylist()
+    timestamps = table.column("timestamp").to_pylist()
+    if 0 in timestamps:
+        log.warning("%d records to %s-%d have timestamp 0, which librdkafka (Kafka's C client) replaces by the "
+                    "time they are produced", timestamps.count(0), topic, partition)
+    headerCol = table.column("headers")
+    headers = [decodeHeaders(h) for h in headerCol.to_pylist()] if headerCol.null_count < len(keys) else None
+    for i, (key, value, timestamp) in enumerate(zip(keys, values, timestamps)):
+        _produce(producer, topic, partition, key, value, timestamp, headers[i] if headers else None, callback)
+        if i & 0x3FFF == 0x3FFF:
+            producer.poll(0)
+    producer.poll(0)
+    return len(keys)
+
+
+def _sinkError(who: str, error: object) -> Exception:
+    from ..errors import StreamsException
+
+    return StreamsException(f"Writing to Kafka with {who} failed: {error}")

@@ -1,0 +1,28 @@
+"""Runs the crash test's topology on Kafka topics until caught up (tests/kafka/test_kafka_crash.py).
+
+argv: bootstrap servers, state dir, processing.guarantee, application.id."""
+
+import sys
+
+from kspark import KafkaStreams, StreamsBuilder
+
+
+def topology():
+    """Two sub-topologies joined by a repartition topic: the key is upper-cased (so one new key's
+    records all come from one input partition, in order), then counted (every update emitted)."""
+    b = StreamsBuilder()
+    (b.stream("crash-in").selectKey(lambda k, v: k.upper()).groupByKey().count()
+     .toStream().mapValues(str).to("crash-out"))
+    return b.build()
+
+
+if __name__ == "__main__":
+    servers, stateDir, guarantee, appId = sys.argv[1:5]
+    streams = KafkaStreams(topology(), {
+        "application.id": appId, "bootstrap.servers": servers, "state.dir": stateDir,
+        "processing.guarantee": guarantee, "statestore.cache.max.bytes": 0, "kspark.spark.master": "local[2]",
+        "kspark.max.records.per.trigger": 1_000,
+    })
+    streams.start()
+    streams.awaitTermination()
+    streams.close()

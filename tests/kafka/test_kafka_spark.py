@@ -1,0 +1,184 @@
+"""kspark on Spark over Kafka topics (issue 18): the same records as TopologyTestDriver, Kafka's
+errors for missing topics and changed partition counts, poison records under each handler."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+import valuation_signals as vs  # noqa: E402
+from kspark import (  # noqa: E402
+    Consumed, KafkaStreams, LogAndContinueExceptionHandler, MissingSourceTopicException, Produced, Serdes,
+    SessionWindows, StreamsBuilder, StreamsException,
+)
+from kspark.runtime.partitioner import partitionForKey  # noqa: E402
+from kspark.testing import TopologyTestDriver  # noqa: E402
+from kspark.topics import openTopics  # noqa: E402
+
+PRICE_ROWS = 6_000
+
+
+def kafkaProps(broker, tmp_path, appId, **more):
+    return {"application.id": appId, "bootstrap.servers": broker.bootstrapServers, "state.dir": str(tmp_path / "state"),
+            "processing.guarantee": "exactly_once_v2", **more}
+
+
+def run(topology, props, spark):
+    streams = KafkaStreams(topology, props, spark=spark)
+    streams.start()
+    streams.awaitTermination()
+    streams.close()
+    return streams
+
+
+def readAll(topics, topic):
+    """(partition, key, value, timestamp) of every record, read_committed, in offset order per partition."""
+    rows = []
+    for p, end in sorted(topics.endOffsets(topic).items()):
+        t = topics.read(topic, p, 0, end)
+        rows += [(p, r["key"], r["value"], r["timestamp"]) for r in t.to_pylist()]
+    return rows
+
+
+def test_flagship_job_on_kafka_gives_the_drivers_signals(spark, kafkaBroker, tmp_path):
+    """Seed 004's job with prices (5 partitions), valuations (1) and companies on a real broker,
+    exactly_once_v2: the signals read back read_committed equal TopologyTestDriver's (rules
+    J-1..J-8, T-11..T-14)."""
+    prices = vs.readPrices(PRICE_ROWS)
+    valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    vs.loadTopics(topics, prices, valuations)
+
+    events = [(ts, "companies", k, v) for k, v, ts in vs.companyRecords(valuations)]
+    events += [(vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
+    events += [(ts, "valuations", k, v) for k, v, ts in map(vs.valuationRecord, valuations)]
+    events.sort(key=lambda e: e[0])
+    with TopologyTestDriver(vs.buildTopology()) as d:
+        inputs = {t: d.createInputTopic(t) for t in ("prices", "valuations", "companies")}
+        for ts, topic, key, value in events:
+            inputs[topic].pipeInput(key, value, ts)
+        expected = sorted((r.key(), r.timestamp(), tuple(sorted(r.value().items())))
+                          for r in d.createOutputTopic("signals").readRecordsToList())
+
+    run(vs.buildTopology(), kafkaProps(kafkaBroker, tmp_path, "flagship-kafka", **{"kspark.max.records.per.trigger": 2_000}),
+        spark)
+    got = sorted((s["code"], s.pop("timestamp"), tuple(sorted(s.items()))) for s in vs.readSignals(topics))
+    assert len(expected) > 50
+    assert got == expected
+    # Kafka Streams' repartition topic name, created by kspark with the input's partition count
+    assert topics.partitionsFor("flagship-kafka-valuations-by-code-repartition") == 5
+    # the input offsets were committed to the group application.id in the batches' transactions
+    committed = topics.committedOffsets("flagship-kafka", "prices")
+    assert {p: o for p, (o, _) in committed.items()} == {p: e for p, e in topics.endOffsets("prices").items()}
+    assert all(meta.startswith("kspark1:") for _, meta in committed.values())
+
+
+def test_session_window_counts_on_kafka_equal_the_drivers(spark, kafkaBroker, tmp_path):
+    """Session count with every update and tombstone (cache off): Kafka-backed Spark == driver
+    (rules SA-4, SA-5, SA-12)."""
+    # a host's requests 7 s apart (one session each with an 8 s gap), a 20 s pause every 100 records
+    # (from 1 s: librdkafka produces a timestamp of 0 as "now")
+    records = [(f"host{i % 7}", 1_000 * (i + 1) + (i // 100) * 20_000 + (i % 5) * 250, i) for i in range(400)]
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    topics.createTopic("sessions-in", 3)
+    topics.createTopic("sessions-out", 3)
+    key, value = Serdes.String(), Serdes.Long()
+    topics.produce("sessions-in", [(key.serialize("t", k), value.serialize("t", v), ts) for k, ts, v in records],
+                   partitioner=partitionForKey)
+
+    def topology():
+        b = StreamsBuilder()
+        (b.stream("sessions-in", Consumed.with_(Serdes.String(), Serdes.Long()))
+         .groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(8_000)).count()
+         .toStream().to("sessions-out"))
+        return b.build()
+
+    config = {"statestore.cache.max.bytes": 0}
+    with TopologyTestDriver(topology(), config) as d:
+        src = d.createInputTopic("sessions-in", Serdes.String(), Serdes.Long())
+        for k, ts, v in sorted(records, key=lambda r: r[1]):
+            src.pipeInput(k, v, ts)
+        raw = d.createOutputTopic("sessions-out", Serdes.ByteArray(), Serdes.ByteArray()).readRecordsToList()
+    expected = sorted(((r.key(), r.value(), r.timestamp()) for r in raw), key=_tombstonesFirst)
+
+    run(topology(), kafkaProps(kafkaBroker, tmp_path, "sessions-kafka", **config, **{"kspark.max.records.per.trigger": 150}),
+        spark)
+    got = sorted(((k, v, ts) for _, k, v, ts in readAll(topics, "sessions-out")), key=_tombstonesFirst)
+    assert len(expected) > 400 and any(v is None for _, v, _ in expected)  # updates and tombstones
+    assert got == expected
+
+
+def _tombstonesFirst(record):
+    key, value, timestamp = record
+    return key, value is not None, value or b"", timestamp
+
+
+def test_missing_source_topic_is_refused_with_kafkas_text(kafkaBroker, tmp_path):
+    b = StreamsBuilder()
+    b.stream("nowhere-to-be-found").to("nowhere-out")
+    with pytest.raises(MissingSourceTopicException, match=r"^Missing source topics. \[nowhere-to-be-found\]$"):
+        KafkaStreams(b.build(), kafkaProps(kafkaBroker, tmp_path, "missing")).start()
+
+
+def test_a_partition_count_changed_since_the_checkpoint_is_an_error(spark, kafkaBroker, tmp_path):
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    topics.createTopic("resized-in", 2)
+    topics.createTopic("resized-out", 2)
+    topics.produce("resized-in", [(b"a", b"1", 1), (b"b", b"2", 2)], partitioner=partitionForKey)
+    b = StreamsBuilder()
+    b.stream("resized-in").to("resized-out")
+    props = kafkaProps(kafkaBroker, tmp_path, "resized")
+    run(b.build(), props, spark)
+    topics.deleteTopic("resized-in")
+    topics.createTopic("resized-in", 3)
+    with pytest.raises(StreamsException, match=r"Topic resized-in has 3 partitions, but had 2 when the checkpoint"):
+        KafkaStreams(b.build(), props, spark=spark).start()
+
+
+@pytest.mark.parametrize("handler", ["LogAndFailExceptionHandler", "LogAndContinueExceptionHandler", "dead-letter"])
+def test_poison_records_under_each_handler(spark, kafkaBroker, tmp_path, handler):
+    """A value that is not a Long: the task fails naming topic, partition and offset
+    (LogAndFail), or the record is skipped and counted (LogAndContinue), its original bytes in
+    the dead-letter topic with KIP-1034's headers (issue 8 on Kafka)."""
+    name = handler.lower()[:12]
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for t in ("in", "out", "dlq"):
+        topics.createTopic(f"poison-{name}-{t}", 1)
+    good = [(b"k%d" % i, i.to_bytes(8, "big"), 100 + i) for i in range(4)]
+    poison = (b"k9", b"not-a-long", 200)
+    topics.produce(f"poison-{name}-in", [*good[:2], poison, *good[2:]], partitioner=lambda key, n: 0)
+    b = StreamsBuilder()
+    (b.stream(f"poison-{name}-in", Consumed.with_(Serdes.String(), Serdes.Long())).mapValues(lambda v: v * 10)
+     .to(f"poison-{name}-out", Produced.with_(Serdes.String(), Serdes.Long())))
+    props = kafkaProps(kafkaBroker, tmp_path, f"poison-{name}")
+    if handler != "LogAndFailExceptionHandler":
+        props["deserialization.exception.handler"] = LogAndContinueExceptionHandler
+    if handler == "dead-letter":
+        props["errors.dead.letter.queue.topic.name"] = f"poison-{name}-dlq"
+    streams = KafkaStreams(b.build(), props, spark=spark)
+    streams.start()
+    if handler == "LogAndFailExceptionHandler":
+        with pytest.raises(StreamsException, match=rf"topic=poison-{name}-in, partition=0, offset=2: SerializationException"):
+            streams.awaitTermination()
+        streams.close()
+        assert readAll(topics, f"poison-{name}-out") == []  # the failed batch's transaction never committed
+        return
+    streams.awaitTermination()
+    streams.close()
+    assert [(k, v, ts) for _, k, v, ts in readAll(topics, f"poison-{name}-out")] == [
+        (k, (int.from_bytes(v, "big") * 10).to_bytes(8, "big"), ts) for k, v, ts in good]
+    drops = {m.tag("reason"): v for m, v in streams.metrics().items() if m.group == "kspark-dropped-records"}
+    assert drops == {"deserialization error": 1}
+    dlq = topics.read(f"poison-{name}-dlq", 0, 0, topics.endOffsets(f"poison-{name}-dlq")[0]).to_pylist()
+    if handler == "dead-letter":
+        from kspark.runtime.stream_task import decodeHeaders
+
+        [record] = dlq
+        assert (record["key"], record["value"], record["timestamp"]) == poison
+        headers = dict(decodeHeaders(record["headers"]))
+        assert headers["__streams.errors.topic"] == f"poison-{name}-in".encode()
+        assert headers["__streams.errors.offset"] == b"2"
+    else:
+        assert dlq == []

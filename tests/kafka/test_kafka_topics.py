@@ -1,0 +1,172 @@
+"""kspark's Kafka backend (``kspark.topics.KafkaTopics``) against a real broker: what it reads is
+what a ``read_committed`` Kafka consumer reads, gaps included (issue 18)."""
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from kspark import StreamsConfig
+from kspark.errors import StreamsException
+from kspark.topics import KafkaTopics, OffsetOutOfRangeException, TopicExistsException, openTopics
+from kspark.runtime.stream_task import decodeHeaders
+
+
+@pytest.fixture()
+def topics(kafkaBroker):
+    return openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+
+
+def consumerRead(servers, topic, partition, isolation="read_committed"):
+    """(offset, timestamp, key, value, headers) of every record, as a plain Kafka consumer sees them."""
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": "plain-reader", "enable.auto.commit": False,
+                         "isolation.level": isolation, "enable.partition.eof": True, "auto.offset.reset": "earliest",
+                         "log_level": 0})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    out = []
+    try:
+        while True:
+            m = consumer.poll(10)
+            assert m is not None, "no end of partition within 10 s"
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                return out
+            out.append((m.offset(), m.timestamp()[1], m.key(), m.value(), tuple(m.headers() or ())))
+    finally:
+        consumer.close()
+
+
+def keptRead(topics, topic, partition):
+    table = topics.read(topic, partition, 0, topics.endOffsets(topic)[partition])
+    return [(r["offset"], r["timestamp"], r["key"], r["value"], decodeHeaders(r["headers"])) for r in table.to_pylist()]
+
+
+def test_aborted_and_open_transactions_leave_gaps_read_as_a_read_committed_consumer_reads(kafkaBroker, topics):
+    servers = kafkaBroker.bootstrapServers
+    topics.createTopic("txn-gaps", 1)
+    plain = Producer({"bootstrap.servers": servers, "log_level": 0})
+    plain.produce("txn-gaps", b"v0", b"k0", timestamp=1_000, headers=[("h", b"x"), ("nil", None)])
+    plain.flush()
+    aborted = Producer({"bootstrap.servers": servers, "transactional.id": "gaps-aborted", "log_level": 0})
+    aborted.init_transactions()
+    aborted.begin_transaction()
+    for i in range(3):
+        aborted.produce("txn-gaps", f"aborted{i}".encode(), b"ka", timestamp=2_000 + i)
+    aborted.flush()  # in the log, then aborted
+    aborted.abort_transaction()
+    committed = Producer({"bootstrap.servers": servers, "transactional.id": "gaps-committed", "log_level": 0})
+    committed.init_transactions()
+    committed.begin_transaction()
+    committed.produce("txn-gaps", b"v1", b"k1", timestamp=3_000)
+    committed.commit_transaction()
+    committed.begin_transaction()  # left open: its records lie beyond the last stable offset
+    committed.produce("txn-gaps", b"open", b"k2", timestamp=4_000)
+    committed.flush()
+
+    got = keptRead(topics, "txn-gaps", 0)
+    # offsets 1-3 aborted, 4 their abort marker, 6 the commit marker: read_committed skips them
+    assert got == [(0, 1_000, b"k0", b"v0", (("h", b"x"), ("nil", None))), (5, 3_000, b"k1", b"v1", ())]
+    assert topics.endOffsets("txn-gaps") == {0: 7}  # the open transaction starts at 7: the LSO
+    assert got == consumerRead(servers, "txn-gaps", 0)
+    committed.abort_transaction()
+    # a range that starts and ends inside the aborted records holds nothing
+    assert topics.read("txn-gaps", 0, 1, 4).num_rows == 0
+
+
+def test_compacted_topic_offsets_have_gaps_and_are_read_as_the_consumer_reads_them(kafkaBroker, topics):
+    servers = kafkaBroker.bootstrapServers
+    topics.createTopic("compacted", 1, config={"cleanup.policy": "compact", "segment.ms": "100",
+                                               "min.cleanable.dirty.ratio": "0.001", "min.compaction.lag.ms": "0",
+                                               "delete.retention.ms": "100"})
+    producer = Producer({"bootstrap.servers": servers, "log_level": 0})
+    deadline = time.time() + 60
+    got = []
+    rounds = 0
+    while time.time() < deadline:
+        # the same 4 keys again and again around a key of its own per round (which compaction
+        # keeps between the removed ones); a new segment rolls every 100 ms
+        for i in range(20):
+            key = f"only-{rounds}" if i == 10 else f"k{i % 4}"
+            producer.produce("compacted", f"v{i}".encode(), key.encode())  # timestamp now: the cleaner's clock
+        producer.flush()
+        rounds += 1
+        time.sleep(0.3)
+        got = keptRead(topics, "compacted", 0)
+        offsets = [r[0] for r in got]
+        if offsets and offsets[-1] + 1 - offsets[0] > len(offsets):  # the cleaner removed records
+            break
+    else:
+        pytest.fail("the broker did not compact the topic within 60 s")
+    while True:  # the cleaner may still be at work: compare once the log stays as it is
+        time.sleep(1.5)
+        again = keptRead(topics, "compacted", 0)
+        if again == got:
+            break
+        assert time.time() < deadline + 30, "the compacted log kept changing"
+        got = again
+    assert got == consumerRead(servers, "compacted", 0)
+    assert len({r[0] for r in got}) == len(got) and [r[0] for r in got] == sorted(r[0] for r in got)
+
+
+def test_log_append_time_replaces_the_producer_timestamp(kafkaBroker, topics):
+    topics.createTopic("appended", 1, config={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    topics.produce("appended", [(b"k", b"v", 5)], partitioner=lambda key, n: 0)
+    [(offset, timestamp, key, value, headers)] = keptRead(topics, "appended", 0)
+    assert before - 1_000 <= timestamp <= int(time.time() * 1000) + 1_000
+    assert [(offset, timestamp, key, value, headers)] == consumerRead(kafkaBroker.bootstrapServers, "appended", 0)
+
+
+def test_records_deleted_by_retention_raise_offset_out_of_range_naming_the_partition(kafkaBroker, topics):
+    from confluent_kafka.admin import AdminClient
+
+    topics.createTopic("retained", 1)
+    topics.produce("retained", [(b"k", f"v{i}".encode(), i) for i in range(10)], partitioner=lambda key, n: 0)
+    admin = AdminClient({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for future in admin.delete_records([TopicPartition("retained", 0, 6)]).values():
+        future.result()
+    assert topics.beginningOffsets("retained") == {0: 6}
+    with pytest.raises(OffsetOutOfRangeException, match="Offset 2 of retained-0 is out of range"):
+        topics.read("retained", 0, 2, 10)
+    assert topics.read("retained", 0, 6, 10).column("value").to_pylist() == [b"v6", b"v7", b"v8", b"v9"]
+
+
+def test_admin_calls_and_topic_ids(kafkaBroker, topics):
+    topics.createTopic("admin-a", 3)
+    assert topics.partitionsFor("admin-a") == 3
+    assert topics.partitionsFor("admin-missing") is None
+    assert topics.endOffsets("admin-a") == {0: 0, 1: 0, 2: 0}
+    with pytest.raises(TopicExistsException, match="^Topic 'admin-a' already exists. It has 3 partitions, not 2.$"):
+        topics.createTopic("admin-a", 2)
+    topics.createTopic("admin-a", 3, ifNotExists=True)
+    first = topics.topicId("admin-a")
+    topics.deleteTopic("admin-a")
+    topics.createTopic("admin-a", 3)
+    assert topics.topicId("admin-a") not in (None, first)  # a recreated topic is told apart by its id
+
+
+def test_unreachable_bootstrap_servers_fail_with_a_clear_error_within_the_timeout():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = StreamsConfig({"bootstrap.servers": f"127.0.0.1:{port}", "admin.default.api.timeout.ms": 3000})
+    started = time.monotonic()
+    with pytest.raises(StreamsException, match=rf"The Kafka cluster at bootstrap.servers=127.0.0.1:{port} did not answer "
+                                               r"within 3 s"):
+        openTopics(config).partitionsFor("anything")
+    assert time.monotonic() - started < 10
+
+
+def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_credentials_mapped():
+    from kspark.topics._kafka import librdkafkaConfig
+
+    conf = librdkafkaConfig({"bootstrap.servers": "127.0.0.1:1", "max.poll.records": "5", "fetch.max.wait.ms": "50",
+                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                                 'username="alice" password="s3cret";'}, "consumer")
+    assert conf == {"bootstrap.servers": "127.0.0.1:1", "fetch.wait.max.ms": "50",
+                    "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                    "sasl.username": "alice", "sasl.password": "s3cret"}
+    assert isinstance(KafkaTopics({"bootstrap.servers": "127.0.0.1:1"}), KafkaTopics)
