@@ -289,8 +289,10 @@ class KStream:
         ``StreamJoined.withName/withStoreName``'s. The result has ``StreamJoined``'s key serde and
         no value serde.
 
+        ``join`` with ``JoinWindows.ofTimeDifferenceWithNoGrace(100)``:
+
         ====  =====  ===========  ==========================================  ===========
-        step  side   key:value@t  ``join`` with ``ofTimeDifferenceWithNoGrace(100)``  forwarded
+        step  side   key:value@t  what happens                                forwarded
         ====  =====  ===========  ==========================================  ===========
         1     left   k:A@0        stored
         2     right  k:a@50       joins ``A``                                 k:A+a@50

@@ -7,9 +7,11 @@ from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
 from ._internals.common import arity
-from ._internals.ktable import KTableFilterSupplier, KTableMapValuesSupplier, KTableSourceSupplier, KTableToStream, MaterializedTableSupplier
+from ._internals.ktable import (KTableFilterSupplier, KTableMapValuesSupplier, KTableSourceSupplier, KTableToStream,
+                                MaterializedTableSupplier)
 from ._internals.suppress import KTableSuppressSupplier
-from ._internals.table_table import INNER, LEFT, OUTER, RIGHT, KTableKTableJoinMergerSupplier, KTableKTableJoinSupplier
+from ._internals.table_table import (INNER, LEFT, OUTER, RIGHT, KTableKTableJoinMergerSupplier,
+                                     KTableKTableJoinSupplier)
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
