@@ -912,3 +912,14 @@ def test_outer_join_store_lists_values_in_key_order():
     store.putIfAbsent(K(True, "a", 5), None)  # deletes the key's whole list
     store.putIfAbsent(K(True, "q", 5), None)  # absent: nothing
     assert [str(kv.key) for kv in store.all()] == ["<right,z:3>", "<right,b:5>", "<left,b:5>"]
+
+
+def test_driver_reads_a_join_window_store(joins):
+    """``getWindowStore`` of a join's store: every record kept, by time then arrival."""
+    j = joins("join", JoinWindows.ofTimeDifferenceWithNoGrace(100))
+    j.in1.pipeInput(0, "A", 5)
+    j.in1.pipeInput(0, "B", 5)
+    j.in1.pipeInput(1, "C", 3)
+    store = j.driver.getWindowStore("KSTREAM-JOINTHIS-0000000004-store")
+    assert [(kv.key, kv.value) for kv in store.fetch(0, 0, 10)] == [(5, "A"), (5, "B")]
+    assert [(str(kv.key), kv.value) for kv in store.all()] == [("[1@3/203]", "C"), ("[0@5/205]", "A"), ("[0@5/205]", "B")]
