@@ -33,6 +33,6 @@ demo-kafka: $(STAMP) jvm
 test: $(STAMP) jvm
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) jvm
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) bench/run.py

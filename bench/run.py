@@ -320,39 +320,117 @@ def nexmarkQ3(events) -> dict:
     return _report("Q3 Nexmark-shape auctions x persons KStream-KTable join, TopologyTestDriver", measured(run, tree=False), 1)
 
 
-# ---------------------------------------------------------------------- Spark benchmarks
-def p1(df, work: Path, spark, cores: int, label: str = "") -> dict:
-    from kspark import KafkaStreams
-    from kspark.runtime.partitioner import partitionForKey
-    from kspark.topics import LocalTopics
-
-    work = work / f"p1-{len(df)}-{cores}{label.strip(' ()')}"  # --scaling and --cores both run 1M on local[2]
-    topics = LocalTopics(work / "topics")
-    topics.createTopic("requests", 4)
-    topics.createTopic("sessions", 4)
-    keys = [h.encode() for h in df["host"]]
-    parts = np.array([partitionForKey(k, 4) for k in keys])
-    ts = df["ts"].to_numpy()
-    for p in range(4):
-        idx = np.nonzero(parts == p)[0]
-        topics.append("requests", p, pa.table({
-            "timestamp": pa.array(ts[idx], pa.int64()),
-            "key": pa.array([keys[i] for i in idx], pa.binary()),
-            "value": pa.nulls(len(idx), pa.binary()), "headers": pa.nulls(len(idx), pa.binary())}))
-    n = len(df)
-    del keys, parts, ts, idx  # the input is in the topics now; only the caller's df stays in this process
+def _nexmarkDriverRun(name: str, topology, inputs, sink: str):
+    """``inputs``: (topic, key, value, ts) merged by time, piped one by one (String serdes)."""
+    from kspark import Serdes
+    from kspark.testing import TopologyTestDriver
 
     def run():
-        streams = KafkaStreams(sessionCountTopology("requests", "sessions", GAP), {
-            "application.id": "bench-p1", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
-            "kspark.max.records.per.trigger": BATCH_RECORDS}, spark=spark)
+        config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String(),
+                  "statestore.cache.max.bytes": 0}
+        with TopologyTestDriver(topology, config) as d:
+            topics = {t: d.createInputTopic(t) for t in {r[0] for r in inputs}}
+            for topic, key, value, ts in inputs:
+                topics[topic].pipeInput(key, value, ts)
+            return len(inputs), {"updates_emitted": d.createOutputTopic(sink).getQueueSize()}
+
+    return _report(name, measured(run, tree=False), 1)
+
+
+def _bidsAndAuctions(events) -> list:
+    """Bids and auctions keyed by auction id (str), value a short str, merged by time."""
+    return sorted([("bids", str(a), str(price), ts) for a, _, price, ts in events["bids"]]
+                  + [("auctions", str(a), str(seller), ts) for a, seller, _, ts in events["auctions"]], key=lambda r: r[3])
+
+
+def streamJoinBench(events) -> dict:
+    """Issue 20: bids leftJoin auctions by auction id within 1 s (grace 100 ms): the two window
+    stores and the outer-join store, record at a time."""
+    from kspark import JoinWindows, StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.stream("bids").leftJoin(b.stream("auctions"), lambda bid, seller: f"{bid}:{seller}",
+                               JoinWindows.ofTimeDifferenceAndGrace(timedelta(seconds=1), timedelta(milliseconds=100)))
+     .to("joined"))
+    return _nexmarkDriverRun("SSJ Nexmark bids leftJoin auctions (1 s window), KStream-KStream join, TopologyTestDriver",
+                             b.build(), _bidsAndAuctions(events), "joined")
+
+
+def slidingBench(events) -> dict:
+    """Issue 20: bids per auction in 10 s sliding windows (every update emitted), record at a time."""
+    from kspark import Materialized, Serdes, SlidingWindows, StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.stream("bids").groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(timedelta(seconds=10)))
+     .count(Materialized.with_(Serdes.String(), Serdes.Long())).toStream().mapValues(str).to("counts"))
+    bids = [r for r in _bidsAndAuctions(events) if r[0] == "bids"]
+    return _nexmarkDriverRun("SLW Nexmark bids per auction in 10 s sliding windows, TopologyTestDriver", b.build(),
+                             bids, "counts")
+
+
+def cogroupBench(events) -> dict:
+    """Issue 20: bids and auctions cogrouped per auction id into one 10 s tumbling-window aggregate."""
+    from kspark import Materialized, Serdes, StreamsBuilder, TimeWindows
+
+    b = StreamsBuilder()
+    (b.stream("bids").groupByKey().cogroup(lambda k, v, agg: agg + 1)
+     .cogroup(b.stream("auctions").groupByKey(), lambda k, v, agg: agg + 1000)
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(seconds=10)))
+     .aggregate(lambda: 0, Materialized.with_(Serdes.String(), Serdes.Long())).toStream().mapValues(str).to("activity"))
+    return _nexmarkDriverRun("COG Nexmark bids+auctions cogrouped per auction, 10 s windows, TopologyTestDriver",
+                             b.build(), _bidsAndAuctions(events), "activity")
+
+
+# ---------------------------------------------------------------------- Spark benchmarks
+def p1(df, work: Path, spark, cores: int, label: str = "", broker=None) -> dict:
+    """P1: kspark's session count on Spark over local topics, or over Kafka topics of ``broker``
+    (exactly_once_v2: one transaction per task and micro-batch)."""
+    from kspark import KafkaStreams
+    from kspark.runtime.partitioner import partitionForKey
+    from kspark.topics import LocalTopics, openTopics
+
+    backend = "kafka" if broker is not None else "local"
+    work = work / f"p1-{len(df)}-{cores}{label.strip(' ()')}-{backend}"  # --scaling and --cores both run 1M on local[2]
+    config = {"application.id": f"bench-p1-{backend}-{len(df)}-{cores}", "state.dir": str(work / "state"),
+              "kspark.max.records.per.trigger": BATCH_RECORDS}
+    if broker is not None:
+        config.update({"bootstrap.servers": broker.bootstrapServers, "processing.guarantee": "exactly_once_v2"})
+        topics = openTopics(config)
+        source, sink = f"requests-{len(df)}", f"sessions-{len(df)}"
+    else:
+        config["kspark.topics.dir"] = str(work / "topics")
+        topics = LocalTopics(work / "topics")
+        source, sink = "requests", "sessions"
+    topics.createTopic(source, 4)
+    topics.createTopic(sink, 4)
+    keys = [h.encode() for h in df["host"]]
+    ts = df["ts"].to_numpy()
+    if broker is not None:
+        topics.produce(source, zip(keys, [None] * len(keys), ts.tolist()), partitioner=partitionForKey)
+    else:
+        parts = np.array([partitionForKey(k, 4) for k in keys])
+        for p in range(4):
+            idx = np.nonzero(parts == p)[0]
+            topics.append(source, p, pa.table({
+                "timestamp": pa.array(ts[idx], pa.int64()),
+                "key": pa.array([keys[i] for i in idx], pa.binary()),
+                "value": pa.nulls(len(idx), pa.binary()), "headers": pa.nulls(len(idx), pa.binary())}))
+        del parts, idx
+    n = len(df)
+    del keys, ts  # the input is in the topics now; only the caller's df stays in this process
+
+    def run():
+        streams = KafkaStreams(sessionCountTopology(source, sink, GAP), config, spark=spark)
         streams.start()
         streams.awaitTermination()
         streams.close()
-        return n, {"updates_emitted": sum(topics.endOffsets("sessions").values()), "tasks": 4,
-                   "max_records_per_batch": BATCH_RECORDS}
+        return n, {"tasks": 4, "max_records_per_batch": BATCH_RECORDS}
 
-    return _report(f"P1 kspark session count on Spark local[{cores}]{label}", measured(run), cores)
+    m = measured(run)
+    # counted after the clock stopped (Kafka's end offsets include transaction markers)
+    m[4]["updates_emitted"] = sum(topics.read(sink, p, 0, end).num_rows for p, end in topics.endOffsets(sink).items())
+    on = " over Kafka topics (local broker, exactly_once_v2)" if broker else ""
+    return _report(f"P1 kspark session count on Spark local[{cores}]{on}{label}", m, cores)
 
 
 def p1Native(df, work: Path, spark, cores: int) -> dict:
@@ -434,7 +512,8 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
     parser.add_argument("--p3-records", type=int, default=200_000, help="P3 and Bytewax input records")
     parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
-    parser.add_argument("--only", default="p3,bytewax,nexmark,p1-native,p1,p2", help="comma-separated subset")
+    parser.add_argument("--only", default="p3,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2",
+                        help="comma-separated subset")
     parser.add_argument("--scaling", action="store_true", help="add P1 at 1M, 3M, 10M records (local[2])")
     parser.add_argument("--cores", action="store_true", help="add P1 at --records on local[1] and local[2]")
     parser.add_argument("--batch-records", type=int, default=BATCH_RECORDS,
@@ -458,19 +537,29 @@ def main(argv=None) -> int:
             p3Tumbling(df)
         if "bytewax" in only:
             p3Bytewax(df)
-    if "nexmark" in only:
+    if only & {"nexmark", "dsl20"}:
         events = inputs.nexmark(args.nexmark_records)
-        nexmarkQ11(events)
-        nexmarkQ3(events)
-    sparkRuns = only & {"p1", "p1-native", "p2"} or args.scaling or args.cores
+        if "nexmark" in only:
+            nexmarkQ11(events)
+            nexmarkQ3(events)
+        if "dsl20" in only:
+            streamJoinBench(events)
+            slidingBench(events)
+            cogroupBench(events)
+    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)
-        if only & {"p1", "p1-native"}:
+        if only & {"p1", "p1-native", "p1-kafka"}:
             df = inputs.nasaRequests(args.records)
             if "p1-native" in only:
                 p1Native(df, args.work, spark, 2)
             if "p1" in only:
                 p1(df, args.work, spark, 2)
+            if "p1-kafka" in only:  # the same input and topology, topics on a Kafka broker (make jvm)
+                from kspark.testing import KafkaBroker
+
+                with KafkaBroker(args.work / "kafka") as broker:
+                    p1(df, args.work, spark, 2, broker=broker)
         if "p2" in only:
             prices, valuations = inputs.krxInputs(args.p2_records)
             p2(prices, valuations, args.work, spark, 2)

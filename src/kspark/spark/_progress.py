@@ -151,18 +151,28 @@ class RunProgress:
             stats.state = "running" if stats.state == "waiting" else stats.state
             stats.lastBatch = batchId
             stats.batches += 1
+            # records read: the tasks' records-consumed-total per topic (Kafka topics' offsets also
+            # count transaction markers), else the source's offsets
+            consumed = Counter()
+            for name, value in counters.items():
+                if name.startswith("records-consumed-total|consumer-fetch-manager-metrics|topic="):
+                    consumed[name.split("topic=", 1)[1]] += int(value)
             records = 0
             for source in progress.get("sources", ()):
                 start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
                 latest = _offsets(source.get("latestOffset"))
                 planned = _offsets(source.get("endOffset"), _LATEST)
                 for key, next_ in end.items():
-                    n = next_ - start.get(key, 0)
-                    stats.read[key[0]] += n
-                    records += n
+                    if not consumed:
+                        n = next_ - start.get(key, 0)
+                        stats.read[key[0]] += n
+                        records += n
                     logEnd = latest.get(key, planned.get(key))
                     if logEnd is not None:
                         stats.lags[key] = max(0, logEnd - next_)
+            for topic, n in consumed.items():
+                stats.read[topic] += n
+                records += n
             stats.records += records
             stats.lastRecords = records
             stats.lastSeconds = progress.get("batchDuration", 0) / 1000

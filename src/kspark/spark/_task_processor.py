@@ -81,6 +81,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         pdf = pd.concat(list(rows), ignore_index=True)
         inputRows = 0
         positions: dict[str, int] = {}  # "<topic>/<partition>" -> the batch's end offset (stream topics)
+        consumed: dict[str, int] = {}  # topic -> records read (Kafka's offsets also count transaction markers)
         for topic in pdf["topic"].unique().tolist():
             group = pdf[pdf["topic"] == topic]
             isMarker = group["offset"] < 0
@@ -89,6 +90,9 @@ class TaskStatefulProcessor(StatefulProcessor):
             tables = [decodeChunk(b) for b in chunks["records"].tolist()]
             columns = _rawColumns(tables, task.queueOf[topic].extractsMetadataTimestamp())
             inputRows += len(columns)
+            name, _, globalPartition = topic.partition("@")
+            if len(columns) and (not globalPartition or partition == 0):  # a global topic: counted by task 0 only
+                consumed[name] = consumed.get(name, 0) + len(columns)
             lag = int(markers["lag"].max()) if len(markers) else None
             task.addRecordColumns(topic, columns, lag=lag)
             if "@" not in topic:  # global partitions ("<topic>@<partition>") are not the task's own
@@ -103,6 +107,8 @@ class TaskStatefulProcessor(StatefulProcessor):
         produced = task.drainProducedChunks()
         metrics = task.metrics.encoded()
         task.metrics.clear()
+        for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
+            metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
 
         processed = time.perf_counter()
         version = uuid.uuid4().hex
