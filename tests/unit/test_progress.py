@@ -58,15 +58,15 @@ def test_spark_kafka_source_offsets_and_latest_offset_for_the_lag():
     assert stats.records == 10 and stats.lags == {("in", 0): 5, ("in", 1): 0}
 
 
-def test_records_read_come_from_the_tasks_counters_where_offsets_count_transaction_markers(tmp_path):
+def test_records_read_come_from_the_tasks_counters_where_offsets_count_transaction_markers():
     """On Kafka topics written in transactions a commit marker takes an offset: the batch's
     offsets say 6 records where the tasks consumed 5 (their records-consumed-total)."""
-    progress, sub = progressOf(tmp_path)
-    (tmp_path / f"subtopology-{sub.id}").mkdir()
-    (tmp_path / f"subtopology-{sub.id}" / f"{0:020d}.json").write_text(json.dumps({
+    progress, sub = progressOf()
+    taskRows = [json.dumps({
         "records-consumed-total|consumer-fetch-manager-metrics|topic=in": 5,
         "records-consumed-total|consumer-fetch-manager-metrics|topic=ref": 1,
-    }))
-    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000, "sources": [{
+    })]
+    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000,
+                                 "observedMetrics": {"kspark": {"metrics": taskRows}}, "sources": [{
         "startOffset": None, "endOffset": {"in/0": 6, "ref/0": 2, "in/0@logEnd": 6, "ref/0@logEnd": 2}}]})
     assert (stats.records, dict(stats.read), stats.lags) == (6, {"in": 5, "ref": 1}, {("in", 0): 0, ("ref", 0): 0})

@@ -67,7 +67,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ..topics import RECORD_SCHEMA, LocalTopics, OffsetOutOfRangeException, Topics, UnknownTopicOrPartitionException
-from ..topics._local import segmentChecksums
+from ..topics._local import SEGMENT_BATCH_ROWS, segmentChecksums
 
 log = logging.getLogger("kspark.spark")
 
@@ -660,7 +660,7 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
                         part = part.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
                     except (pa.ArrowInvalid, ValueError, KeyError) as e:
                         raise ValueError(f"Records for {topic}-{partition} do not fit {RECORD_SCHEMA}: {e}") from e
-                    staged[key][1].write_table(part)
+                    staged[key][1].write_table(part, max_chunksize=SEGMENT_BATCH_ROWS)
                     rows[key] += part.num_rows
         except BaseException:
             for path, writer in staged.values():
@@ -682,8 +682,10 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
         """Append the staged segments exactly once, then delete what else is staged (driver side)."""
         topics = LocalTopics(self._root)
         done = [m for m in messages if m is not None]
+        if not done:
+            return
         index: dict[tuple[str, int], int] = {}
-        checkpointId = next((m.checkpointId for m in done), "")
+        checkpointId = done[0].checkpointId
         for message in sorted(done, key=lambda m: m.sparkPartitionId):
             for topic, partition, path, _, checksums in message.files:
                 i = index.get((topic, partition), 0)

@@ -47,10 +47,11 @@ NOISE = (
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
 STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: Data source write support .* is abort(ing|ed)\."
-                            r"|WARN TaskSetManager: Lost task .*)$")
+                            r"|WARN TaskSetManager: Lost task .*"
+                            r"|ERROR TorrentBroadcast: Store broadcast \S+ fail, remove all pieces of the broadcast)$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
-killed ("Lost task ...") and the batch is aborted, as a stop means (it is not committed; a
-restart runs it again). Dropped once
+killed ("Lost task ..."), a broadcast being stored for the batch's plan is given up, and the
+batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
 the query's exception anyway."""

@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from ._api import READ_SCHEMA, RECORD_SCHEMA, CorruptRecordException, Topics
 
-__all__ = ["RECORD_SCHEMA", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
+__all__ = ["RECORD_SCHEMA", "SEGMENT_BATCH_ROWS", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
 
 _MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -142,6 +142,11 @@ def _fsyncFile(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+SEGMENT_BATCH_ROWS = 65536
+"""Most records in one record batch of a segment: a read checks the CRCs of the batches it
+overlaps, so a small read of a large segment reads and checks little more than it needs."""
 
 
 def segmentChecksums(path: str | os.PathLike) -> list[int]:
@@ -423,7 +428,7 @@ class LocalTopics(Topics):
         def writeSegment(target: Path) -> tuple[int, list[int]]:
             tmp = target.with_name(f".{target.name}.tmp")
             with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
-                writer.write_table(table)
+                writer.write_table(table, max_chunksize=SEGMENT_BATCH_ROWS)
             _fsyncFile(tmp)
             checksums = segmentChecksums(tmp)
             os.replace(tmp, target)
