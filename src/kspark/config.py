@@ -701,7 +701,8 @@ class StreamsConfig:
             target = _ALIASES.get(key, key)
             if key in _ALIASES:
                 _log.warning("Configuration '%s' is deprecated. Please use '%s' instead.", key, target)
-            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None:
+            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None or target in (
+                    "auto.offset.reset", "consumer.auto.offset.reset", "main.consumer.auto.offset.reset"):  # local topics too
                 continue
             value = self._values.get(target)
             if target in (EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
