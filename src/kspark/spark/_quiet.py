@@ -46,7 +46,7 @@ NOISE = (
 """Prefixes of JVM stderr lines dropped unless verbose; a blank line right after a dropped line
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
-STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: Data source write support .* is abort(ing|ed)\."
+STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: Data source write support .* (is aborting|aborted)\."
                             r"|WARN TaskSetManager: Lost task .*"
                             r"|ERROR TorrentBroadcast: Store broadcast \S+ fail, remove all pieces of the broadcast)$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
