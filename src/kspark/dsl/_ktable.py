@@ -8,9 +8,11 @@ from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
 from ._internals.common import arity
-from ._internals.ktable import KTableFilterSupplier, KTableMapValuesSupplier, KTableSourceSupplier, KTableToStream, MaterializedTableSupplier
+from ._internals.ktable import (KTableFilterSupplier, KTableMapValuesSupplier, KTableSourceSupplier, KTableToStream,
+                                MaterializedTableSupplier)
 from ._internals.suppress import KTableSuppressSupplier
-from ._internals.table_table import INNER, LEFT, OUTER, RIGHT, KTableKTableJoinMergerSupplier, KTableKTableJoinSupplier
+from ._internals.table_table import (INNER, LEFT, OUTER, RIGHT, KTableKTableJoinMergerSupplier,
+                                     KTableKTableJoinSupplier)
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
@@ -191,7 +193,9 @@ class KTable:
         if queryableName is not None:
             builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
         table = KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
-        table._windowCloseDuration = self._windowCloseDuration  # SU-1 walks up to the windowed aggregation
+        # Kafka GraphGraceSearchUtil walks up to the windowed aggregation: a filtered or mapped
+        # windowed table can still be suppressed until its windows close
+        table._windowCloseDuration = self._windowCloseDuration
         return table
 
     def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":

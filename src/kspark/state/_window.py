@@ -47,7 +47,21 @@ class Window:
 
 
 class TimeWindow(Window):
-    """A half-open window ``[start, end)`` of time-window aggregations (Kafka ``TimeWindow``)."""
+    """A half-open window ``[start, end)`` of time-window aggregations (Kafka ``TimeWindow``).
+
+    Raises
+    ------
+    ValueError
+        If ``start < 0``, ``end < start`` or ``end == start`` ("Window endMs must be greater than
+        window startMs.", Kafka's ``IllegalArgumentException``).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, startMs: int, endMs: int) -> None:
+        super().__init__(startMs, endMs)
+        if startMs == endMs:
+            raise ValueError("Window endMs must be greater than window startMs.")
 
 
 class SessionWindow(Window):

@@ -32,7 +32,7 @@ class KStreamAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "keyValue")
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -218,7 +218,7 @@ class KTableAggregateProcessor(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.s.storeName)
-        self.cache = RecordCache(self, self.s.caching and context.cachingEnabled(), self.store, "keyValue")
+        self.cache = RecordCache.forStore(self, self.s.caching and context.cachingEnabled(), self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         s, key, change = self.s, record.key(), record.value()

@@ -35,7 +35,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
-        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "session")
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "session")
         self._gap, self._grace = self.windows.inactivityGap(), self.windows.gracePeriodMs()
 
     def process(self, record: Record) -> None:

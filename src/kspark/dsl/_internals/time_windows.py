@@ -46,8 +46,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = RecordCache(self, self.caching and context.cachingEnabled(), self.store, "window",
-                                 forwards=not self.emitFinal)
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window",
+                                          forwards=not self.emitFinal)
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -66,6 +66,10 @@ class KStreamWindowAggregate(ContextualProcessor):
             if kb is None:  # serialized once, when a window first needs the store
                 kb = store._keyBytes(key)
             old = store._fetchBytes(kb, start)
+            if old is None and self.cache.enabled:
+                # Kafka reads through the caching store, which still holds a window the store hides
+                # past its retention (a cogroup's other inputs can move the store's time ahead)
+                old = self.cache.cachedWindow(Windowed(key, window))
             if old is None:
                 # Kafka: oldAgg = initializer() (reduce: null, and "agg == null ? value : reducer(agg,
                 # value)", so a null value makes a null aggregate)
