@@ -23,9 +23,10 @@ from kspark import (
 )
 
 # ------------------------------------------------------------------------------ known differences
-# Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
-# scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
-# marked the same way until the fidelity fixes landed in main; all of them flipped.)
+# Reasons of the expected failures: the findings written up in FINDINGS.md, one constant each
+# (F1 = "FINDINGS F1: ..."), given as a scenario's xfail. A fix turns the scenario into XPASS,
+# which fails the run: remove the mark then. (Issue 19's items 1-10 and FINDINGS F1-F18 were
+# marked so until fixed; all of them flipped, so no scenario is marked today.)
 
 
 # ------------------------------------------------------------------------------ input generators
