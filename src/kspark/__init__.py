@@ -36,8 +36,11 @@ from .keyvalue import KeyValue
 from .processor import (
     Cancellable,
     ConsumerRecord,
+    ContextualFixedKeyProcessor,
     ContextualProcessor,
     FailOnInvalidTimestamp,
+    FixedKeyProcessor,
+    FixedKeyRecord,
     LogAndSkipOnInvalidTimestamp,
     Processor,
     ProcessorContext,
@@ -67,7 +70,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "CogroupedKStream", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
+        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "CogroupedKStream", "ConfigException", "Consumed", "ConsumerRecord", "ContextualFixedKeyProcessor", "ContextualProcessor", "FailOnInvalidTimestamp", "FixedKeyProcessor", "FixedKeyRecord", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
         "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
         "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",

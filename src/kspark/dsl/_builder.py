@@ -35,6 +35,7 @@ class StreamsBuilder:
         ``kspark.repartition.before.stateful.process`` from it (``build(props)`` may override)."""
         self._topology = Topology()
         self._index = 0
+        self._tableSources: set[str] = set()  # KTABLE-SOURCE processors of builder.table()
         self._built = False
         self._config = self._asConfig(topologyConfig)
         self._statefulAfterKeyChange: list[tuple[str, tuple[str, ...], str | None]] = []
@@ -122,11 +123,12 @@ class StreamsBuilder:
         else:  # Kafka: the store always takes consumed's serdes
             materialized = (materialized or Materialized()).with_(consumed.keySerde, consumed.valueSerde)
         storeName = materialized.storeName or self._newStoreName(f"{topic}-")
-        # Kafka InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-table-source"
-        # and the KTableSource processor "x"; both still burn a counter value
+        # Kafka 4.3 InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-source"
+        # (TABLE_SOURCE_SUFFIX) and the KTableSource processor "x"; both still burn a counter value
         sourceName = self._nameOrGenerate(
-            None if consumed.name is None else f"{consumed.name}-table-source", "KSTREAM-SOURCE-")
+            None if consumed.name is None else f"{consumed.name}-source", "KSTREAM-SOURCE-")
         tableName = self._nameOrGenerate(consumed.name, "KTABLE-SOURCE-")
+        self._tableSources.add(tableName)  # one DSL graph node with its source (KTable._graphChain)
         self._topology.addSource(
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
             timestampExtractor=consumed.timestampExtractor,
