@@ -90,7 +90,7 @@ class StreamsBuilder:
         name = self._nameOrGenerate(consumed.name, "KSTREAM-SOURCE-")
         self._topology.addSource(
             name, *topicList, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         sourceTopics = set(self._topology._nodes[name].topics)
         return KStream(self, name, sourceTopics, False, consumed.keySerde, consumed.valueSerde)
@@ -129,7 +129,7 @@ class StreamsBuilder:
         tableName = self._nameOrGenerate(consumed.name, "KTABLE-SOURCE-")
         self._topology.addSource(
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic},
                                    keySerde=consumed.keySerde, valueSerde=consumed.valueSerde)
