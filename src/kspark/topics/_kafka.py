@@ -338,8 +338,9 @@ class KafkaTopics(Topics):
             while not done:
                 messages = consumer.consume(num_messages=min(maxRows, 100_000), timeout=0.05)
                 if messages:
-                    deadline = time.monotonic() + self.timeoutS
                     data = [m for m in messages if m.error() is None]
+                    if data:  # progress; error events (a broker down: one per reconnect) are not
+                        deadline = time.monotonic() + self.timeoutS
                     for m in messages if len(data) < len(messages) else ():
                         error = m.error()
                         if error is None:
