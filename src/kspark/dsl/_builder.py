@@ -91,7 +91,7 @@ class StreamsBuilder:
         name = self._nameOrGenerate(consumed.name, "KSTREAM-SOURCE-")
         self._topology.addSource(
             name, *topicList, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         sourceTopics = set(self._topology._nodes[name].topics)
         return KStream(self, name, sourceTopics, False, consumed.keySerde, consumed.valueSerde)
@@ -131,7 +131,7 @@ class StreamsBuilder:
         self._tableSources.add(tableName)  # one DSL graph node with its source (KTable._graphChain)
         self._topology.addSource(
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic},
                                    keySerde=consumed.keySerde, valueSerde=consumed.valueSerde)

@@ -10,6 +10,7 @@ import copy
 import functools
 from typing import Any
 
+from .._auto_offset_reset import AutoOffsetReset
 from ..processor import TimestampExtractor
 from ..serialization import Serde
 from ._overloads import Kind, bind, check, instanceOf
@@ -61,6 +62,7 @@ STRING = instanceOf("str", str)
 SERDE = Kind("Serde", _isSerde)
 EXTRACTOR = Kind("TimestampExtractor (an object with extract(record, partitionTime))",
                  lambda v: hasattr(v, "extract") and not isinstance(v, type))
+RESET_POLICY = instanceOf("AutoOffsetReset", AutoOffsetReset)
 PARTITIONER = Kind("StreamPartitioner (partitions(topic, key, value, numPartitions) or a function of those)",
                    lambda v: callable(v) or callable(getattr(v, "partitions", None))
                    or callable(getattr(v, "partition", None)))
@@ -78,10 +80,12 @@ def _partitioner(p):
 
 
 class Consumed(_Params):
-    """How a source topic is read: serdes, timestamp extractor, node name (Kafka ``Consumed``).
+    """How a source topic is read: serdes, timestamp extractor, offset reset policy, node name
+    (Kafka ``Consumed``).
 
     ``Consumed.with_`` takes Kafka's forms by type: ``with_(keySerde, valueSerde)``,
-    ``with_(keySerde, valueSerde, timestampExtractor)``, ``with_(timestampExtractor)``.
+    ``with_(keySerde, valueSerde, timestampExtractor, resetPolicy)``, ``with_(timestampExtractor)``,
+    ``with_(resetPolicy)`` (an ``AutoOffsetReset``).
 
     Raises
     ------
@@ -93,14 +97,23 @@ class Consumed(_Params):
         self.keySerde: Serde | None = None
         self.valueSerde: Serde | None = None
         self.timestampExtractor: TimestampExtractor | None = None
+        self.offsetResetPolicy: AutoOffsetReset | None = None
         self.name: str | None = None
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
-              timestampExtractor: TimestampExtractor | None = None) -> "Consumed":
-        self.keySerde, self.valueSerde, self.timestampExtractor = bind(
-            "Consumed.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, timestampExtractor), "
-            "with_(timestampExtractor)", (SERDE, SERDE, EXTRACTOR), (keySerde, valueSerde, timestampExtractor))
+              timestampExtractor: TimestampExtractor | None = None,
+              resetPolicy: AutoOffsetReset | None = None) -> "Consumed":
+        self.keySerde, self.valueSerde, self.timestampExtractor, self.offsetResetPolicy = bind(
+            "Consumed.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, timestampExtractor, "
+            "resetPolicy), with_(timestampExtractor), with_(resetPolicy)", (SERDE, SERDE, EXTRACTOR, RESET_POLICY),
+            (keySerde, valueSerde, timestampExtractor, resetPolicy))
+
+    @_factory
+    def withOffsetResetPolicy(self, resetPolicy: AutoOffsetReset) -> "Consumed":
+        """Kafka ``Consumed.withOffsetResetPolicy``: the source's topics use ``resetPolicy``
+        instead of the config's ``auto.offset.reset`` (see ``AutoOffsetReset``)."""
+        self.offsetResetPolicy = check("Consumed.withOffsetResetPolicy", "resetPolicy", RESET_POLICY, resetPolicy)
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Consumed":
