@@ -8,7 +8,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
-    Change, CogroupedKStream, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder,
+    Change, CogroupedKStream, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder, TableJoined,
     SessionWindow, SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows,
     SlidingWindowedCogroupedKStream, SlidingWindowedKStream, SlidingWindows, TimeWindow, TimeWindowedCogroupedKStream,
     TimeWindowedKStream, TimeWindows, Window,
@@ -74,7 +74,7 @@ __all__ = sorted(
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "MissingSourceTopicException", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed", "TableJoined",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedCogroupedKStream", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",

@@ -14,7 +14,7 @@ from ..processor import TimestampExtractor
 from ..serialization import Serde
 from ._overloads import Kind, bind, check, instanceOf
 
-__all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned"]
+__all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned", "TableJoined"]
 
 
 class _factory:
@@ -287,6 +287,46 @@ class Joined(_Params):
         self.gracePeriodMs = toMillis(gracePeriod, "gracePeriod")
 
 
+class TableJoined(_Params):
+    """Name and partitioners of a foreign-key table-table join (Kafka ``TableJoined``):
+    ``with_(partitioner, otherPartitioner)``, ``as_(name)``, ``withPartitioner``,
+    ``withOtherPartitioner``, ``withName``.
+
+    ``partitioner`` (of this, the left table's keys) and ``otherPartitioner`` (of the right
+    table's keys) are needed when a table's topic is not partitioned by Kafka's default
+    partitioner: they route the response and subscription topics like the tables. A partitioner
+    is a ``StreamPartitioner`` (a function ``(topic, key, value, numPartitions)`` or an object with
+    ``partition``), called with a null value. ``name`` names the join's processors, stores and
+    topics (``<name>-subscription-registration-topic``, ...).
+    """
+
+    def __init__(self) -> None:
+        self.partitioner = None
+        self.otherPartitioner = None
+        self.name: str | None = None
+
+    @_factory
+    def with_(self, partitioner=None, otherPartitioner=None) -> "TableJoined":
+        partitioner, otherPartitioner = bind("TableJoined.with_", "with_(partitioner, otherPartitioner)",
+                                             (PARTITIONER, PARTITIONER), (partitioner, otherPartitioner))
+        self.partitioner, self.otherPartitioner = _partitioner(partitioner), _partitioner(otherPartitioner)
+
+    @_factory
+    def as_(self, name: str) -> "TableJoined":
+        self.name = check("TableJoined.as_", "name", STRING, name)
+
+    withName = as_
+
+    @_factory
+    def withPartitioner(self, partitioner) -> "TableJoined":
+        self.partitioner = _partitioner(check("TableJoined.withPartitioner", "partitioner", PARTITIONER, partitioner))
+
+    @_factory
+    def withOtherPartitioner(self, otherPartitioner) -> "TableJoined":
+        self.otherPartitioner = _partitioner(check("TableJoined.withOtherPartitioner", "otherPartitioner", PARTITIONER,
+                                                   otherPartitioner))
+
+
 class StreamJoined(_Params):
     """Serdes, names and stores of a KStream-KStream join (Kafka ``StreamJoined``).
 
@@ -476,6 +516,7 @@ CONSUMED = instanceOf("Consumed", Consumed)
 PRODUCED = instanceOf("Produced", Produced)
 GROUPED = instanceOf("Grouped", Grouped)
 REPARTITIONED = instanceOf("Repartitioned", Repartitioned)
+TABLE_JOINED = instanceOf("TableJoined", TableJoined)
 
 
 def _supplierOf(method: str, materialized, supplierType: type, what: str):

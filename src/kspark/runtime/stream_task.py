@@ -166,6 +166,14 @@ class _Context(ProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._task.wallClockTime
 
+    def keySerde(self):
+        """The default key serde (``default.key.serde``; Kafka ``ProcessorContext#keySerde``)."""
+        return self._task.defaultKeySerde
+
+    def valueSerde(self):
+        """The default value serde (``default.value.serde``; Kafka ``ProcessorContext#valueSerde``)."""
+        return self._task.defaultValueSerde
+
     def cachingEnabled(self) -> bool:
         """Whether ``statestore.cache.max.bytes`` > 0 (kspark internal, for the DSL's record cache)."""
         return self._task.cacheMaxBytes > 0
@@ -195,11 +203,16 @@ class _Context(ProcessorContext):
         return self._task.metrics
 
 
-def _serde(serde, default):
+def _serde(serde, default, defaultKey=None, defaultValue=None):
     """The node's serde, or the default one; a wrapping serde (a groupBy repartition topic's
-    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``)."""
+    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``);
+    one whose inner serde is the other kind (a foreign-key join's subscription value wraps the
+    primary *key*) takes both defaults with ``withDefaults(defaultKey, defaultValue)``."""
     if serde is None:
         return default
+    withDefaults = getattr(serde, "withDefaults", None)
+    if withDefaults is not None:
+        return withDefaults(defaultKey, defaultValue)
     withDefault = getattr(serde, "withDefault", None)
     return serde if withDefault is None else withDefault(default)
 
@@ -331,6 +344,7 @@ class StreamTask:
         self.wallClockTime = 0
         self.context = _Context(self)
         defaultKey, defaultValue = config.defaultKeySerde(), config.defaultValueSerde()
+        self.defaultKeySerde, self.defaultValueSerde = defaultKey, defaultValue
         self._deserializationHandler = config.deserializationExceptionHandler()
         self._processingHandler = config.processingExceptionHandler()
         dlq = config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
@@ -373,7 +387,8 @@ class StreamTask:
                         continue
                     q = RecordQueue(
                         physical, partition,
-                        _serde(spec.keySerde, defaultKey), _serde(spec.valueSerde, defaultValue),
+                        _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
+                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
                         spec.timestampExtractor or config.defaultTimestampExtractor(),
                         self.metrics, taskId, spec.name,
                     )
@@ -493,8 +508,9 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
-        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
-                                        _serde(spec.valueSerde, defaultValue), spec.partitioner,
+        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
+                                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
+                                        spec.partitioner,
                                         numPartitions, self.produced, spec.topicExtractor, self.context)
         write = writer.write if spec.topicExtractor is None else writer.writeExtracted
 

@@ -185,17 +185,21 @@ class KeyValueStore(_StoreBase):
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
         super().__init__(name, keySerde, valueSerde, persistent)
         self._data: dict[bytes, tuple[Any, Any]] = {}
+        # the serialized keys in order: built by the first ordered read (range, prefix scan) and
+        # kept up to date from then on; point reads and writes of a store never scanned skip it
+        self._sorted: list[bytes] | None = None
 
     # -- contents as a picklable value, for hosts that checkpoint stores
     def snapshot(self) -> dict:
         return self._data
 
     def restore(self, data: dict) -> None:
-        self._data = data
+        self._data, self._sorted = data, None
 
     def mergeSnapshot(self, data: dict) -> None:
         """Add another task's snapshot (to view a store over all tasks)."""
         self._data.update(data)
+        self._sorted = None
 
     # -- KeyValueStore
     def get(self, key: Any) -> Any:
@@ -205,8 +209,11 @@ class KeyValueStore(_StoreBase):
     def put(self, key: Any, value: Any) -> None:
         kb = self._keyBytes(key)
         if value is None:
-            self._data.pop(kb, None)
+            if self._data.pop(kb, None) is not None and self._sorted is not None:
+                self._unindex(kb)
         else:
+            if self._sorted is not None and kb not in self._data:
+                bisect.insort(self._sorted, kb)
             self._data[kb] = (key, self._freeze(value))
 
     def putIfAbsent(self, key: Any, value: Any) -> Any:
@@ -220,13 +227,34 @@ class KeyValueStore(_StoreBase):
             self.put(key, value)
 
     def delete(self, key: Any) -> Any:
-        entry = self._data.pop(self._keyBytes(key), None)
-        return None if entry is None else self._thaw(entry[1])
+        kb = self._keyBytes(key)
+        entry = self._data.pop(kb, None)
+        if entry is None:
+            return None
+        if self._sorted is not None:
+            self._unindex(kb)
+        return self._thaw(entry[1])
 
-    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
-        """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end."""
+    def _unindex(self, kb: bytes) -> None:
+        keys = self._sorted
+        del keys[bisect.bisect_left(keys, kb)]
+
+    def _keysBetween(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool = True) -> list[bytes]:
+        """Serialized keys in ``[lo, hi]`` (``[lo, hi)`` unless ``hiInclusive``) in order; None = open end."""
+        keys = self._sorted
+        if keys is None:
+            keys = self._sorted = sorted(self._data)
+        start = 0 if lo is None else bisect.bisect_left(keys, lo)
+        end = len(keys) if hi is None else (bisect.bisect_right if hiInclusive else bisect.bisect_left)(keys, hi)
+        return keys[start:end]
+
+    def _iterator(self, keys) -> KeyValueIterator:
         from ..keyvalue import KeyValue
 
+        data, thaw = self._data, self._thaw
+        return KeyValueIterator([KeyValue(k, thaw(v)) for k, v in map(data.__getitem__, keys)])
+
+    def _bounds(self, fromKey: Any, toKey: Any) -> tuple[bytes | None, bytes | None] | None:
         lo = None if fromKey is None else self._keyBytes(fromKey)
         hi = None if toKey is None else self._keyBytes(toKey)
         if lo is not None and hi is not None and lo > hi:
@@ -235,17 +263,50 @@ class KeyValueStore(_StoreBase):
                 "range arguments set in the wrong order, or serdes that don't preserve ordering when "
                 "lexicographically comparing the serialized bytes."
             )
-            return KeyValueIterator([])
-        thaw = self._thaw
-        items = [
-            KeyValue(k, thaw(v))
-            for kb, (k, v) in sorted(self._data.items())
-            if (lo is None or kb >= lo) and (hi is None or kb <= hi)
-        ]
-        return KeyValueIterator(items)
+            return None
+        return lo, hi
+
+    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end.
+        ``from > to`` (by serialized key) gives an empty iterator and Kafka's warning."""
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._iterator(self._keysBetween(*bounds))
+
+    def reverseRange(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """``range(fromKey, toKey)`` in descending serialized-key order (Kafka ``reverseRange``)."""
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._iterator(reversed(self._keysBetween(*bounds)))
 
     def all(self) -> KeyValueIterator:
         return self.range()
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self.reverseRange()
+
+    def prefixScan(self, prefix: Any, prefixKeySerializer: Serde) -> KeyValueIterator:
+        """Entries whose serialized key starts with ``prefixKeySerializer``'s bytes of ``prefix``,
+        in serialized-key order (Kafka ``prefixScan(prefix, prefixKeySerializer)``; the serializer
+        may be a ``Serde`` or anything with ``serialize(topic, data)``).
+
+        Raises
+        ------
+        TypeError
+            If ``prefix`` or ``prefixKeySerializer`` is None (Kafka: ``NullPointerException``).
+        """
+        if prefix is None or prefixKeySerializer is None:
+            raise TypeError("prefix and prefixKeySerializer cannot be null")
+        return self._iterator(self._prefixKeys(bytes(prefixKeySerializer.serialize(self._name, prefix))))
+
+    def prefixScanBytes(self, prefix: bytes) -> KeyValueIterator:
+        """``prefixScan`` by serialized prefix; keys are returned as stored."""
+        return self._iterator(self._prefixKeys(prefix))
+
+    def _prefixKeys(self, prefix: bytes) -> list[bytes]:
+        # the keys in [prefix, prefix + 1): the smallest key past every key with the prefix is the
+        # prefix without its trailing 0xff bytes, last byte + 1 (none if all bytes are 0xff)
+        stripped = prefix.rstrip(b"\xff")
+        upper = stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
+        return self._keysBetween(prefix, upper, hiInclusive=False)
 
     def approximateNumEntries(self) -> int:
         return len(self._data)

@@ -127,7 +127,7 @@ class ChangedSerde(Serde):
         return f"ChangedSerde({self.inner!r})"
 
     def serialize(self, topic, data):
-        newValue, oldValue = data
+        newValue, oldValue = data[0], data[1]
         if newValue is not None and oldValue is not None:
             new, old = self.inner.serialize(topic, newValue), self.inner.serialize(topic, oldValue)
             return _varint(len(new)) + new + old + b"\x02"
@@ -141,20 +141,25 @@ class ChangedSerde(Serde):
         if data is None:
             return None
         data = bytes(data)
-        flag = data[-1]
+        flag, isLatest = data[-1], True
         if flag in (0, 1, 2):
             body = data[:-1]
         elif flag in (3, 4, 5):
             body = data[:-2]
             flag -= 3
+            if data[-2] not in (0, 1):
+                raise StreamsException(f"Encountered unexpected byte value `{data[-2]}` for isLatestFlag in "
+                                       "ChangedDeserializer.")
+            isLatest = data[-2] == 1
         else:
             raise StreamsException(f"Encountered unknown byte value `{flag}` for encodingFlag in ChangedDeserializer.")
         if flag == 0:
-            return Change(None, self.inner.deserialize(topic, body))
+            return Change(None, self.inner.deserialize(topic, body), isLatest)
         if flag == 1:
-            return Change(self.inner.deserialize(topic, body), None)
+            return Change(self.inner.deserialize(topic, body), None, isLatest)
         n, pos = _readVarint(body)
-        return Change(self.inner.deserialize(topic, body[pos:pos + n]), self.inner.deserialize(topic, body[pos + n:]))
+        return Change(self.inner.deserialize(topic, body[pos:pos + n]), self.inner.deserialize(topic, body[pos + n:]),
+                      isLatest)
 
 
 def _varint(n: int) -> bytes:
