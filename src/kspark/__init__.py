@@ -50,7 +50,8 @@ from .processor import (
 )
 from .serialization import Serde, Serdes
 from .state import (
-    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp, WindowStore,
+    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp,
+    VersionedKeyValueStore, VersionedRecord, WindowStore,
 )
 from .topology import Topology
 
@@ -76,7 +77,8 @@ __all__ = sorted(
         "Materialized", "MissingSourceTopicException", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
         "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed", "TableJoined",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedCogroupedKStream", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
-        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
+        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "VersionedKeyValueStore", "VersionedRecord",
+        "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",
     ],
     key=str.casefold,

@@ -426,9 +426,11 @@ WINDOW_SUPPLIER = Kind("WindowBytesStoreSupplier (Stores.persistentWindowStore /
 
 
 def _isStoreSupplier(v) -> bool:
-    from ..state import KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier
+    from ..state import (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, VersionedBytesStoreSupplier,
+                         WindowBytesStoreSupplier)
 
-    return isinstance(v, (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier))
+    return isinstance(v, (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
+                          VersionedBytesStoreSupplier))
 
 
 STORE_SUPPLIER = Kind("StoreSupplier (from Stores)", _isStoreSupplier)
@@ -526,24 +528,40 @@ def _supplierOf(method: str, materialized, supplierType: type, what: str):
     return supplier
 
 
-def keyValueStoreBuilder(method: str, materialized: "Materialized", storeName: str, keySerde=None, valueSerde=None):
+def keyValueStoreBuilder(method: str, materialized: "Materialized", storeName: str, keySerde=None, valueSerde=None,
+                         versioned: bool = False):
     """Kafka ``KeyValueStoreMaterializer``: the timestamped key-value store of a KTable or an
     aggregation, from ``materialized``'s store supplier (a persistent store by default) and serdes
-    (else ``keySerde``/``valueSerde``, else the defaults).
+    (else ``keySerde``/``valueSerde``, else the defaults); with ``versioned`` (a KTable's own store)
+    a versioned supplier (``Stores.persistentVersionedKeyValueStore``) gives a versioned store,
+    never cached (Kafka: "versioned stores do not support caching").
 
     Raises
     ------
     TypeError
-        If ``materialized`` holds a window or session store supplier.
+        If ``materialized`` holds a window or session store supplier, or a versioned one where a
+        versioned store cannot be used (an aggregation).
     """
-    from ..state import KeyValueBytesStoreSupplier, Stores
+    from ..state import KeyValueBytesStoreSupplier, Stores, VersionedBytesStoreSupplier
 
+    if versioned and isinstance(materialized.storeSupplier, VersionedBytesStoreSupplier):
+        builder = Stores.versionedKeyValueStoreBuilder(materialized.storeSupplier, materialized.keySerde or keySerde,
+                                                       materialized.valueSerde or valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
     supplier = _supplierOf(method, materialized, KeyValueBytesStoreSupplier,
                            "a key-value store supplier (Stores.persistentKeyValueStore / inMemoryKeyValueStore)")
     builder = Stores.timestampedKeyValueStoreBuilder(
         supplier or Stores.persistentKeyValueStore(storeName), materialized.keySerde or keySerde,
         materialized.valueSerde or valueSerde)
     return builder if materialized.logging else builder.withLoggingDisabled()
+
+
+def isVersioned(materialized: "Materialized | None") -> bool:
+    """Whether ``materialized`` names a versioned store (Kafka: ``storeSupplier() instanceof
+    VersionedBytesStoreSupplier``)."""
+    from ..state import VersionedBytesStoreSupplier
+
+    return materialized is not None and isinstance(materialized.storeSupplier, VersionedBytesStoreSupplier)
 
 
 def nameOf(named: Any) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import TopologyException
-from ._config_objects import Materialized, TableJoined, keyValueStoreBuilder
+from ._config_objects import Materialized, TableJoined, isVersioned, keyValueStoreBuilder
 from ._internals.common import arity
 from ._internals.fk_join import (
     CombinedKeySchema, ForeignTableJoinSupplier, ResponseJoinSupplier, SubscriptionJoinSupplier,
@@ -132,7 +132,7 @@ def foreignKeyJoin(left: "KTable", other: "KTable", extractor: Callable, joiner:
     keyed = materialized.withKeySerde(materialized.keySerde or left._keySerde)
 
     def storeBuilder():
-        return keyValueStoreBuilder("KTable.join", keyed, resultStore)
+        return keyValueStoreBuilder("KTable.join", keyed, resultStore, versioned=True)
 
     supplier = KTableSourceSupplier(topology, resultName, resultStore, None, storeBuilder)
     topology.addProcessor(resultName, supplier, resolverName)
@@ -140,5 +140,7 @@ def foreignKeyJoin(left: "KTable", other: "KTable", extractor: Callable, joiner:
         supplier.materialize()
     from ._ktable import KTable
 
-    return KTable(builder, resultName, resultStore, resultTopics, supplier, materialized.storeName, left._keySerde,
-                  materialized.valueSerde)
+    table = KTable(builder, resultName, resultStore, resultTopics, supplier, materialized.storeName, left._keySerde,
+                   materialized.valueSerde)
+    table._outputVersioned = isVersioned(materialized)
+    return table

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
-from ._config_objects import (GROUPED, MATERIALIZED, NAMED, TABLE_JOINED, Grouped, Materialized, keyValueStoreBuilder,
-                              nameOf)
+from ._config_objects import (GROUPED, MATERIALIZED, NAMED, TABLE_JOINED, Grouped, Materialized, isVersioned,
+                              keyValueStoreBuilder, nameOf)
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
 from ._internals.common import arity
@@ -55,14 +55,16 @@ class KTable:
         topology = builder._topology
 
         def storeBuilder():
-            return keyValueStoreBuilder("KTable", materialized, storeName)
+            return keyValueStoreBuilder("KTable", materialized, storeName, versioned=True)
 
         supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder)
         topology.addProcessor(tableName, supplier, parentName)
         if materialized.storeName is not None:
             supplier.materialize()
-        return KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName,
-                      keySerde, valueSerde)
+        table = KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName,
+                       keySerde, valueSerde)
+        table._outputVersioned = isVersioned(materialized)
+        return table
 
     # -- Kafka KTableImpl.valueGetterSupplier / enableSendingOldValues
     def _valueGetterSupplier(self):
@@ -104,6 +106,11 @@ class KTable:
         """
         from ._internals.suppress import KTableSuppress
 
+        if self._outputVersioned:  # Kafka's eager check, then the one that walks up the graph
+            raise TopologyException("suppress() is only supported for non-versioned KTables")
+        if self._isVersioned():
+            raise TopologyException("suppress() is only supported for non-versioned KTables (note that version "
+                                    "semantics might be inherited from upstream)")
         untilWindowCloses = suppressed.timeLimitMs is None
         if untilWindowCloses and self._windowCloseDuration is None:
             raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
@@ -166,11 +173,14 @@ class KTable:
         supplier = makeSupplier(queryableName)
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
-            builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
+            builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName,
+                                                                     versioned=True), name)
         table = KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
         # Kafka GraphGraceSearchUtil walks up to the windowed aggregation: a filtered or mapped
         # windowed table can still be suppressed until its windows close
         table._windowCloseDuration = self._windowCloseDuration
+        table._outputVersioned = None if materialized is None else isVersioned(materialized)
+        table._parentTable = self
         return table
 
     def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
@@ -313,6 +323,9 @@ class KTable:
         topology.connectProcessorAndStateStores(thisName, *joinThis.view2.storeNames())
         topology.connectProcessorAndStateStores(otherName, *joinOther.view2.storeNames())
         if storeName is not None:
-            topology.addStateStore(keyValueStoreBuilder("KTable.join", materialized, storeName), mergeName)
-        return KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName,
-                      keySerde, valueSerde)
+            topology.addStateStore(keyValueStoreBuilder("KTable.join", materialized, storeName, versioned=True),
+                                   mergeName)
+        table = KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName,
+                       keySerde, valueSerde)
+        table._outputVersioned = isVersioned(materialized)
+        return table

@@ -356,6 +356,9 @@ class StreamTask:
         for name, store in self.stores.items():
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
+            if hasattr(store, "expiredCounter"):  # a versioned store's puts past its grace period (Kafka's
+                # RocksDBVersionedStore records them on the task's dropped-records sensor)
+                store.expiredCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired versioned put")
         self.nodeStates: dict[str, dict] = {}
         self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)

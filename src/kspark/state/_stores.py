@@ -849,6 +849,45 @@ class Stores:
     ) -> StoreBuilder:
         return StoreBuilder(supplier._replace(timestamped=True), keySerde, valueSerde)
 
+    @staticmethod
+    def persistentVersionedKeyValueStore(name: str, historyRetention, segmentInterval=None):
+        """A versioned key-value store (KIP-889) keeping each key's older values for
+        ``historyRetention`` (ms or timedelta; also the grace period after which an out-of-order
+        put is refused), in segments of ``segmentInterval`` (default: Kafka's choice from the
+        retention). Give it to ``Materialized.as_`` for a versioned ``builder.table``/``toTable``,
+        or to ``Stores.versionedKeyValueStoreBuilder``. On Spark it lives in the task checkpoint.
+
+        Raises
+        ------
+        ValueError
+            For a negative retention ("historyRetention cannot be negative") or a segment interval
+            below 1 ms ("segmentInterval cannot be zero or negative").
+        """
+        from .._duration import toMillis
+        from ._versioned import VersionedBytesStoreSupplier
+
+        retention = toMillis(historyRetention, "historyRetention")
+        if retention < 0:
+            raise ValueError("historyRetention cannot be negative")
+        if segmentInterval is None:  # Kafka RocksDbVersionedKeyValueBytesStoreSupplier.defaultSegmentInterval
+            interval = (max(retention // 3, 2_000) if retention <= 60_000 else max(retention // 5, 20_000)
+                        if retention <= 300_000 else max(retention // 12, 60_000) if retention <= 3_600_000
+                        else max(retention // 24, 300_000))
+        else:
+            interval = toMillis(segmentInterval, "segmentInterval")
+            if interval < 1:
+                raise ValueError("segmentInterval cannot be zero or negative")
+        return VersionedBytesStoreSupplier(_checkName(name), retention, interval)
+
+    @staticmethod
+    def versionedKeyValueStoreBuilder(supplier, keySerde: Serde | None = None, valueSerde: Serde | None = None):
+        """Builder of a ``VersionedKeyValueStore`` (Kafka ``Stores#versionedKeyValueStoreBuilder``)."""
+        from ._versioned import VersionedBytesStoreSupplier, VersionedStoreBuilder
+
+        if not isinstance(supplier, VersionedBytesStoreSupplier):
+            raise TypeError("supplier must come from Stores.persistentVersionedKeyValueStore")
+        return VersionedStoreBuilder(supplier, keySerde, valueSerde)
+
 
 def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent) -> WindowBytesStoreSupplier:
     from .._duration import toMillis

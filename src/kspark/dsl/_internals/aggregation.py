@@ -61,6 +61,8 @@ class KTableRepartitionMapSupplier:
 
     def __init__(self, parent, selector) -> None:
         self.parent, self.selector = parent, selector
+        # KIP-914: the aggregate of a versioned table takes its latest values only
+        self.useVersionedSemantics = parent._isVersioned()
 
     def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
         raise RuntimeError("KTableRepartitionMap should always require sending old values.")
@@ -69,7 +71,7 @@ class KTableRepartitionMapSupplier:
         raise StreamsException("Underlying state store not accessible due to repartitioning.")
 
     def __call__(self):
-        return KTableRepartitionMapProcessor(self.selector)
+        return KTableRepartitionMapProcessor(self.selector, self.useVersionedSemantics)
 
 
 def _pair(result):
@@ -83,24 +85,30 @@ def _pair(result):
 
 
 class KTableRepartitionMapProcessor(ContextualProcessor):
-    def __init__(self, selector) -> None:
-        self.selector = selector
+    def __init__(self, selector, useVersionedSemantics: bool = False) -> None:
+        self.selector, self.useVersionedSemantics = selector, useVersionedSemantics
 
     def process(self, record: Record) -> None:
         key, change = record.key(), record.value()
         if key is None:
             raise StreamsException("Record key for the grouping KTable should not be null.")
+        if self.useVersionedSemantics and not change.isLatest:
+            # an out-of-order update of a versioned table is not aggregated; Kafka counts nothing
+            context = self.context()
+            context.metrics().recordSkipped(context.taskId(), context.currentNode.name, "out-of-order versioned record")
+            return
         newPair = None if change.newValue is None else _pair(self.selector(key, change.newValue))
         oldPair = None if change.oldValue is None else _pair(self.selector(key, change.oldValue))
         oldOk = oldPair is not None and oldPair[0] is not None and oldPair[1] is not None
         newOk = newPair is not None and newPair[0] is not None and newPair[1] is not None
+        isLatest = change.isLatest
         if oldOk and newOk and oldPair[0] == newPair[0]:
-            self.context().forward(record.withKey(oldPair[0]).withValue(Change(newPair[1], oldPair[1])))
+            self.context().forward(record.withKey(oldPair[0]).withValue(Change(newPair[1], oldPair[1], isLatest)))
             return
         if oldOk:
-            self.context().forward(record.withKey(oldPair[0]).withValue(Change(None, oldPair[1])))
+            self.context().forward(record.withKey(oldPair[0]).withValue(Change(None, oldPair[1], isLatest)))
         if newOk:
-            self.context().forward(record.withKey(newPair[0]).withValue(Change(newPair[1], None)))
+            self.context().forward(record.withKey(newPair[0]).withValue(Change(newPair[1], None, isLatest)))
 
 
 class ChangedSerde(Serde):
