@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from datetime import timedelta
 from typing import Any
 
 from ..processor import TimestampExtractor
@@ -58,6 +59,8 @@ def _isSerde(v) -> bool:
 
 
 STRING = instanceOf("str", str)
+DURATION = Kind("Duration (timedelta or int ms)", lambda v: isinstance(v, timedelta) or (isinstance(v, int)
+                                                                                       and not isinstance(v, bool)))
 SERDE = Kind("Serde", _isSerde)
 EXTRACTOR = Kind("TimestampExtractor (an object with extract(record, partitionTime))",
                  lambda v: hasattr(v, "extract") and not isinstance(v, type))
@@ -237,12 +240,13 @@ class Grouped(_Params):
 
 class Joined(_Params):
     """Serdes, name and grace period of a KStream-KTable join (Kafka ``Joined``):
-    ``with_(keySerde, valueSerde, otherValueSerde[, name])``.
+    ``with_(keySerde, valueSerde, otherValueSerde[, name[, gracePeriod]])``.
 
     ``keySerde`` / ``valueSerde`` serialize the stream side when it goes through a repartition
-    topic first (rule J-6); ``otherValueSerde`` is the table's value serde (kept for API parity:
-    kspark reads the table from its store, so it is not used). ``name`` names the join processor
-    and the repartition topic ``<name>-repartition``.
+    topic first (rule J-6), and in the grace-period buffer; ``otherValueSerde`` is the table's
+    value serde (kept for API parity: kspark reads the table from its store, so it is not used).
+    ``name`` names the join processor, the repartition topic ``<name>-repartition`` and the
+    buffer ``<name>-Buffer``; ``gracePeriod`` see ``withGracePeriod``.
     """
 
     def __init__(self) -> None:
@@ -254,10 +258,15 @@ class Joined(_Params):
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
-              otherValueSerde: Serde | None = None, name: str | None = None) -> "Joined":
-        self.keySerde, self.valueSerde, self.otherValueSerde, self.name = bind(
+              otherValueSerde: Serde | None = None, name: str | None = None, gracePeriod=None) -> "Joined":
+        self.keySerde, self.valueSerde, self.otherValueSerde, self.name, grace = bind(
             "Joined.with_", "with_(keySerde, valueSerde, otherValueSerde), with_(keySerde, valueSerde, "
-            "otherValueSerde, name)", (SERDE, SERDE, SERDE, STRING), (keySerde, valueSerde, otherValueSerde, name))
+            "otherValueSerde, name), with_(keySerde, valueSerde, otherValueSerde, name, gracePeriod)",
+            (SERDE, SERDE, SERDE, STRING, DURATION), (keySerde, valueSerde, otherValueSerde, name, gracePeriod))
+        if grace is not None:
+            from .._duration import toMillis
+
+            self.gracePeriodMs = toMillis(grace, "gracePeriod")
 
     @_factory
     def as_(self, name: str) -> "Joined":
@@ -280,8 +289,10 @@ class Joined(_Params):
     @_factory
     def withGracePeriod(self, gracePeriod) -> "Joined":
         """Buffer stream records by ``gracePeriod`` (timedelta or ms) before joining (KIP-923,
-        rule J-5). Needs a versioned table, which kspark does not have yet: a join with a grace
-        period raises ``ValueError`` as Kafka's ``IllegalArgumentException`` does."""
+        rule J-5): a stream record is joined once stream time has passed its timestamp by the
+        grace period, with the table's version as of its timestamp, so table updates arriving up
+        to ``gracePeriod`` late are still seen. Needs a versioned table whose history retention
+        is at least the grace period (else ``ValueError``, Kafka's ``IllegalArgumentException``)."""
         from .._duration import toMillis
 
         self.gracePeriodMs = toMillis(gracePeriod, "gracePeriod")
