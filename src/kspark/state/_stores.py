@@ -188,6 +188,7 @@ class KeyValueStore(_StoreBase):
         # the serialized keys in order: built by the first ordered read (range, prefix scan) and
         # kept up to date from then on; point reads and writes of a store never scanned skip it
         self._sorted: list[bytes] | None = None
+        self._cachingLayer = False  # set by a DSL record cache over this store (Kafka's CachingKeyValueStore)
 
     # -- contents as a picklable value, for hosts that checkpoint stores
     def snapshot(self) -> dict:
@@ -292,10 +293,18 @@ class KeyValueStore(_StoreBase):
         ------
         TypeError
             If ``prefix`` or ``prefixKeySerializer`` is None (Kafka: ``NullPointerException``).
+        IndexError
+            If the store is in-memory or has a record cache and the serialized prefix is empty or
+            all 0xFF bytes: Kafka's ``InMemoryKeyValueStore`` and ``CachingKeyValueStore`` bound
+            the scan by ``Bytes.increment(prefix)``, which throws ``IndexOutOfBoundsException``
+            there (its RocksDB store scans every key).
         """
         if prefix is None or prefixKeySerializer is None:
             raise TypeError("prefix and prefixKeySerializer cannot be null")
-        return self._iterator(self._prefixKeys(bytes(prefixKeySerializer.serialize(self._name, prefix))))
+        prefixBytes = bytes(prefixKeySerializer.serialize(self._name, prefix))
+        if (not self._persistent or self._cachingLayer) and not prefixBytes.rstrip(b"\xff"):
+            raise IndexError(f"prefix {prefixBytes.hex() or '(empty)'} of store {self._name} cannot be incremented")
+        return self._iterator(self._prefixKeys(prefixBytes))
 
     def prefixScanBytes(self, prefix: bytes) -> KeyValueIterator:
         """``prefixScan`` by serialized prefix; keys are returned as stored."""
@@ -410,16 +419,25 @@ class WindowStore(_TimeOrderedStoreBase):
         return [(start, thaw(data[(start, kb)][1]))
                 for start in starts[bisect.bisect_left(starts, lower):bisect.bisect_right(starts, timeTo)]]
 
-    def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
+    def fetch(self, key: Any, timeFrom, timeTo=None):
         """``fetch(key, start)``: the value of that window (or None); ``fetch(key, from, to)``:
-        ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]``."""
+        ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]`` (ms or
+        datetime), earliest first."""
+        from .._duration import toEpochMillis
+
         kb = self._keyBytes(key)
+        timeFrom = toEpochMillis(timeFrom, "timeFrom")
         if timeTo is None:
             return self._fetchBytes(kb, timeFrom)
         from ..keyvalue import KeyValue
 
+        timeTo = toEpochMillis(timeTo, "timeTo")
         return KeyValueIterator([KeyValue(start, self._thaw(v)) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def backwardFetch(self, key: Any, timeFrom, timeTo) -> KeyValueIterator:
+        """``fetch(key, from, to)``, latest window first (Kafka ``backwardFetch``)."""
+        return KeyValueIterator(list(self.fetch(key, timeFrom, timeTo))[::-1])
 
     def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
         """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
@@ -623,10 +641,18 @@ class SessionStore(_TimeOrderedStoreBase):
         lowest = self._minLiveEnd()
         return [self._thawEntry(e) for e in self._sessions.get(self._keyBytes(key), ()) if e[0] >= lowest]
 
-    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
+    def findSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
         """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
-        latestSessionStartTime`` (ST-3), ordered by end, then start descending."""
-        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[1] <= latestSessionStartTime)
+        latestSessionStartTime`` (ms or datetime; ST-3), ordered by end, then start descending."""
+        from .._duration import toEpochMillis
+
+        earliest = toEpochMillis(earliestSessionEndTime, "earliestSessionEndTime")
+        latest = toEpochMillis(latestSessionStartTime, "latestSessionStartTime")
+        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliest and e[1] <= latest)
+
+    def backwardFindSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        """``findSessions`` in reverse order (Kafka ``backwardFindSessions``)."""
+        return KeyValueIterator(list(self.findSessions(key, earliestSessionEndTime, latestSessionStartTime))[::-1])
 
     def _findSessionEntries(self, kb: bytes, earliestSessionEndTime: int, latestSessionStartTime: int) -> list:
         """``findSessions`` by serialized key as ``(end, start, key, aggregate)`` tuples, same
