@@ -592,8 +592,8 @@ def _(b, p):
 
 # ------------------------------------------------------------------------------ built-in serdes
 F = "serde"
-KSPARK_SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void")
-OTHER_SERDES = ("Short", "Boolean", "Bytes", "ByteBuffer")
+KSPARK_SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void", "Short", "Boolean")
+OTHER_SERDES = ("Bytes", "ByteBuffer")
 
 
 def _serde(name: str):
@@ -1643,3 +1643,6 @@ for _form in ("value", "keyValue", "valueInstant", "keyValueInstant", "keyValueL
     @scenario(f"driver.{_form}", "driver", java="api.passThrough", steps=_driverSteps(_form))
     def _(b, p):
         b.stream("in").to("out")
+
+
+from . import catalogue_dsl20  # noqa: E402,F401  (issue 20's operators register here)
