@@ -151,11 +151,16 @@ def test_unreachable_bootstrap_servers_fail_with_a_clear_error_within_the_timeou
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = StreamsConfig({"bootstrap.servers": f"127.0.0.1:{port}", "admin.default.api.timeout.ms": 3000})
+    from kspark import KafkaStreams, StreamsBuilder
+
+    b = StreamsBuilder()
+    b.stream("in").to("out")
+    config = StreamsConfig({"application.id": "unreachable", "bootstrap.servers": f"127.0.0.1:{port}",
+                            "admin.default.api.timeout.ms": 3000})  # the default is 30 s
     started = time.monotonic()
     with pytest.raises(StreamsException, match=rf"The Kafka cluster at bootstrap.servers=127.0.0.1:{port} did not answer "
                                                r"within 3 s"):
-        openTopics(config).partitionsFor("anything")
+        KafkaStreams(b.build(), config).start()  # before Spark starts
     assert time.monotonic() - started < 10
 
 
