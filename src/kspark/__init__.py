@@ -9,7 +9,7 @@ from ._auto_offset_reset import AutoOffsetReset
 from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
-    Change, CogroupedKStream, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder,
+    Change, CogroupedKStream, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder, TableJoined,
     SessionWindow, SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows,
     SlidingWindowedCogroupedKStream, SlidingWindowedKStream, SlidingWindows, TimeWindow, TimeWindowedCogroupedKStream,
     TimeWindowedKStream, TimeWindows, Window,
@@ -54,7 +54,8 @@ from .processor import (
 )
 from .serialization import Serde, Serdes
 from .state import (
-    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp, WindowStore,
+    KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp,
+    VersionedKeyValueStore, VersionedRecord, WindowStore,
 )
 from .topology import Topology
 
@@ -78,9 +79,10 @@ __all__ = sorted(
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "MissingSourceTopicException", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed", "TableJoined",
         "TaskAssignmentException", "TimeWindow", "TimeWindowedCogroupedKStream", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
-        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
+        "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "VersionedKeyValueStore", "VersionedRecord",
+        "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",
     ],
     key=str.casefold,

@@ -30,3 +30,21 @@ def toMillis(duration: Duration, name: str = "duration") -> int:
     if isinstance(duration, timedelta):
         return duration // timedelta(milliseconds=1)
     return duration
+
+
+def toEpochMillis(instant, name: str = "time") -> int:
+    """A point in time as epoch milliseconds: an int (ms) as it is, a ``datetime`` (Java's
+    ``Instant``) converted (a naive one is taken as local time, as ``datetime.timestamp`` does).
+
+    Raises
+    ------
+    TypeError
+        If ``instant`` is neither an int nor a datetime (``bool`` is rejected).
+    """
+    from datetime import datetime
+
+    if isinstance(instant, datetime):
+        return int(instant.timestamp() * 1000)
+    if isinstance(instant, bool) or not isinstance(instant, int):
+        raise TypeError(f"{name} must be an int (epoch milliseconds) or a datetime, got {type(instant).__name__}")
+    return instant

@@ -1617,3 +1617,6 @@ for _form in ("value", "keyValue", "valueInstant", "keyValueInstant", "keyValueL
     @scenario(f"driver.{_form}", "driver", java="api.passThrough", steps=_driverSteps(_form))
     def _(b, p):
         b.stream("in").to("out")
+
+
+from . import catalogue_dsl20  # noqa: E402,F401  (issue 20's operators register here)

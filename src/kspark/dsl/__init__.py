@@ -5,7 +5,7 @@ from ._builder import StreamsBuilder
 from ._cogrouped import (CogroupedKStream, SessionWindowedCogroupedKStream, SlidingWindowedCogroupedKStream,
                          TimeWindowedCogroupedKStream)
 from ._printed import Printed
-from ._config_objects import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined
+from ._config_objects import Consumed, Grouped, Joined, Materialized, Named, Produced, Repartitioned, StreamJoined, TableJoined
 from ._global_ktable import GlobalKTable
 from ._grouped import KGroupedStream, SessionWindowedKStream, SlidingWindowedKStream, TimeWindowedKStream
 from ._suppress import EmitStrategy, Suppressed
@@ -16,5 +16,5 @@ from ._kstream import KStream
 from ._ktable import KTable
 from ._kgrouped_table import KGroupedTable
 
-__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "CogroupedKStream", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "TimeWindow",
+__all__ = ["Branched", "BranchedKStream", "Printed", "Change", "CogroupedKStream", "Consumed", "EmitStrategy", "Suppressed", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "Materialized", "Named", "Produced", "Repartitioned", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "TableJoined", "TimeWindow",
            "TimeWindowedCogroupedKStream", "TimeWindowedKStream", "TimeWindows", "Window", "Windowed", "WindowedSerdes", "Windows"]

@@ -39,6 +39,8 @@ class StreamsBuilder:
         self._built = False
         self._config = self._asConfig(topologyConfig)
         self._statefulAfterKeyChange: list[tuple[str, tuple[str, ...], str | None]] = []
+        # checks Kafka makes when it writes the graph to the topology (StreamTableJoinNode's store checks)
+        self._buildChecks: list = []
 
     @staticmethod
     def _asConfig(props: Any):
@@ -210,6 +212,8 @@ class StreamsBuilder:
             )
             log.info("Repartitioning by key before %s (stores %s, key changed by %s): topic %s",
                      processorName, list(stores), changer, topic)
+        for buildCheck in self._buildChecks:
+            buildCheck()
         self._validateCopartition()
         return self._topology
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from datetime import timedelta
 from typing import Any
 
 from .._auto_offset_reset import AutoOffsetReset
@@ -15,7 +16,7 @@ from ..processor import TimestampExtractor
 from ..serialization import Serde
 from ._overloads import Kind, bind, check, instanceOf
 
-__all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned"]
+__all__ = ["Consumed", "Grouped", "Joined", "Materialized", "Named", "Produced", "Repartitioned", "TableJoined"]
 
 
 class _factory:
@@ -59,6 +60,8 @@ def _isSerde(v) -> bool:
 
 
 STRING = instanceOf("str", str)
+DURATION = Kind("Duration (timedelta or int ms)", lambda v: isinstance(v, timedelta) or (isinstance(v, int)
+                                                                                       and not isinstance(v, bool)))
 SERDE = Kind("Serde", _isSerde)
 EXTRACTOR = Kind("TimestampExtractor (an object with extract(record, partitionTime))",
                  lambda v: hasattr(v, "extract") and not isinstance(v, type))
@@ -280,13 +283,14 @@ class Grouped(_Params):
 
 class Joined(_Params):
     """Serdes, name and grace period of a KStream-KTable join (Kafka ``Joined``):
-    ``with_(keySerde, valueSerde, otherValueSerde[, name])``.
+    ``with_(keySerde, valueSerde, otherValueSerde[, name[, gracePeriod]])``.
 
     Kafka's static factories ``keySerde``, ``valueSerde``, ``otherValueSerde``, ``as_`` start from
     the defaults. ``keySerde`` / ``valueSerde`` serialize the stream side when it goes through a repartition
-    topic first (rule J-6); ``otherValueSerde`` is the table's value serde (kept for API parity:
-    kspark reads the table from its store, so it is not used). ``name`` names the join processor
-    and the repartition topic ``<name>-repartition``.
+    topic first (rule J-6), and in the grace-period buffer; ``otherValueSerde`` is the table's
+    value serde (kept for API parity: kspark reads the table from its store, so it is not used).
+    ``name`` names the join processor, the repartition topic ``<name>-repartition`` and the
+    buffer ``<name>-Buffer``; ``gracePeriod`` see ``withGracePeriod``.
     """
 
     def __init__(self) -> None:
@@ -298,10 +302,15 @@ class Joined(_Params):
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
-              otherValueSerde: Serde | None = None, name: str | None = None) -> "Joined":
-        self.keySerde, self.valueSerde, self.otherValueSerde, self.name = bind(
+              otherValueSerde: Serde | None = None, name: str | None = None, gracePeriod=None) -> "Joined":
+        self.keySerde, self.valueSerde, self.otherValueSerde, self.name, grace = bind(
             "Joined.with_", "with_(keySerde, valueSerde, otherValueSerde), with_(keySerde, valueSerde, "
-            "otherValueSerde, name)", (SERDE, SERDE, SERDE, STRING), (keySerde, valueSerde, otherValueSerde, name))
+            "otherValueSerde, name), with_(keySerde, valueSerde, otherValueSerde, name, gracePeriod)",
+            (SERDE, SERDE, SERDE, STRING, DURATION), (keySerde, valueSerde, otherValueSerde, name, gracePeriod))
+        if grace is not None:
+            from .._duration import toMillis
+
+            self.gracePeriodMs = toMillis(grace, "gracePeriod")
 
     @_factory
     def as_(self, name: str) -> "Joined":
@@ -329,11 +338,53 @@ class Joined(_Params):
     @_factory
     def withGracePeriod(self, gracePeriod) -> "Joined":
         """Buffer stream records by ``gracePeriod`` (timedelta or ms) before joining (KIP-923,
-        rule J-5). Needs a versioned table, which kspark does not have yet: a join with a grace
-        period raises ``ValueError`` as Kafka's ``IllegalArgumentException`` does."""
+        rule J-5): a stream record is joined once stream time has passed its timestamp by the
+        grace period, with the table's version as of its timestamp, so table updates arriving up
+        to ``gracePeriod`` late are still seen. Needs a versioned table whose history retention
+        is at least the grace period (else ``ValueError``, Kafka's ``IllegalArgumentException``)."""
         from .._duration import toMillis
 
         self.gracePeriodMs = toMillis(gracePeriod, "gracePeriod")
+
+
+class TableJoined(_Params):
+    """Name and partitioners of a foreign-key table-table join (Kafka ``TableJoined``):
+    ``with_(partitioner, otherPartitioner)``, ``as_(name)``, ``withPartitioner``,
+    ``withOtherPartitioner``, ``withName``.
+
+    ``partitioner`` (of this, the left table's keys) and ``otherPartitioner`` (of the right
+    table's keys) are needed when a table's topic is not partitioned by Kafka's default
+    partitioner: they route the response and subscription topics like the tables. A partitioner
+    is a ``StreamPartitioner`` (a function ``(topic, key, value, numPartitions)`` or an object with
+    ``partition``), called with a null value. ``name`` names the join's processors, stores and
+    topics (``<name>-subscription-registration-topic``, ...).
+    """
+
+    def __init__(self) -> None:
+        self.partitioner = None
+        self.otherPartitioner = None
+        self.name: str | None = None
+
+    @_factory
+    def with_(self, partitioner=None, otherPartitioner=None) -> "TableJoined":
+        partitioner, otherPartitioner = bind("TableJoined.with_", "with_(partitioner, otherPartitioner)",
+                                             (PARTITIONER, PARTITIONER), (partitioner, otherPartitioner))
+        self.partitioner, self.otherPartitioner = _partitioner(partitioner), _partitioner(otherPartitioner)
+
+    @_factory
+    def as_(self, name: str) -> "TableJoined":
+        self.name = check("TableJoined.as_", "name", STRING, name)
+
+    withName = as_
+
+    @_factory
+    def withPartitioner(self, partitioner) -> "TableJoined":
+        self.partitioner = _partitioner(check("TableJoined.withPartitioner", "partitioner", PARTITIONER, partitioner))
+
+    @_factory
+    def withOtherPartitioner(self, otherPartitioner) -> "TableJoined":
+        self.otherPartitioner = _partitioner(check("TableJoined.withOtherPartitioner", "otherPartitioner", PARTITIONER,
+                                                   otherPartitioner))
 
 
 class StreamJoined(_Params):
@@ -435,9 +486,11 @@ WINDOW_SUPPLIER = Kind("WindowBytesStoreSupplier (Stores.persistentWindowStore /
 
 
 def _isStoreSupplier(v) -> bool:
-    from ..state import KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier
+    from ..state import (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, VersionedBytesStoreSupplier,
+                         WindowBytesStoreSupplier)
 
-    return isinstance(v, (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier))
+    return isinstance(v, (KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
+                          VersionedBytesStoreSupplier))
 
 
 STORE_SUPPLIER = Kind("StoreSupplier (from Stores)", _isStoreSupplier)
@@ -525,6 +578,7 @@ CONSUMED = instanceOf("Consumed", Consumed)
 PRODUCED = instanceOf("Produced", Produced)
 GROUPED = instanceOf("Grouped", Grouped)
 REPARTITIONED = instanceOf("Repartitioned", Repartitioned)
+TABLE_JOINED = instanceOf("TableJoined", TableJoined)
 
 
 def _supplierOf(method: str, materialized, supplierType: type, what: str):
@@ -534,24 +588,40 @@ def _supplierOf(method: str, materialized, supplierType: type, what: str):
     return supplier
 
 
-def keyValueStoreBuilder(method: str, materialized: "Materialized", storeName: str, keySerde=None, valueSerde=None):
+def keyValueStoreBuilder(method: str, materialized: "Materialized", storeName: str, keySerde=None, valueSerde=None,
+                         versioned: bool = False):
     """Kafka ``KeyValueStoreMaterializer``: the timestamped key-value store of a KTable or an
     aggregation, from ``materialized``'s store supplier (a persistent store by default) and serdes
-    (else ``keySerde``/``valueSerde``, else the defaults).
+    (else ``keySerde``/``valueSerde``, else the defaults); with ``versioned`` (a KTable's own store)
+    a versioned supplier (``Stores.persistentVersionedKeyValueStore``) gives a versioned store,
+    never cached (Kafka: "versioned stores do not support caching").
 
     Raises
     ------
     TypeError
-        If ``materialized`` holds a window or session store supplier.
+        If ``materialized`` holds a window or session store supplier, or a versioned one where a
+        versioned store cannot be used (an aggregation).
     """
-    from ..state import KeyValueBytesStoreSupplier, Stores
+    from ..state import KeyValueBytesStoreSupplier, Stores, VersionedBytesStoreSupplier
 
+    if versioned and isinstance(materialized.storeSupplier, VersionedBytesStoreSupplier):
+        builder = Stores.versionedKeyValueStoreBuilder(materialized.storeSupplier, materialized.keySerde or keySerde,
+                                                       materialized.valueSerde or valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
     supplier = _supplierOf(method, materialized, KeyValueBytesStoreSupplier,
                            "a key-value store supplier (Stores.persistentKeyValueStore / inMemoryKeyValueStore)")
     builder = Stores.timestampedKeyValueStoreBuilder(
         supplier or Stores.persistentKeyValueStore(storeName), materialized.keySerde or keySerde,
         materialized.valueSerde or valueSerde)
     return builder if materialized.logging else builder.withLoggingDisabled()
+
+
+def isVersioned(materialized: "Materialized | None") -> bool:
+    """Whether ``materialized`` names a versioned store (Kafka: ``storeSupplier() instanceof
+    VersionedBytesStoreSupplier``)."""
+    from ..state import VersionedBytesStoreSupplier
+
+    return materialized is not None and isinstance(materialized.storeSupplier, VersionedBytesStoreSupplier)
 
 
 def nameOf(named: Any) -> str | None:

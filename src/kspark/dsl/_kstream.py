@@ -24,7 +24,7 @@ from ._internals.stateless import (
     PassThrough,
     RepartitionNullKeyFilter,
 )
-from ._internals.stream_table import KStreamKTableJoin
+from ._internals.stream_table import KStreamKTableJoin, StreamTableJoinBufferBuilder
 from ._ktable import KTable
 
 if TYPE_CHECKING:
@@ -394,8 +394,9 @@ class KStream:
         if n not in (2, 3):
             raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
         check("KStream.join", "joined", JOINED, joined)
-        if getattr(joined, "gracePeriodMs", None) is not None:
-            # Kafka KStreamImpl.doStreamTableJoin (KIP-923, rule J-5); kspark has no versioned tables
+        grace = getattr(joined, "gracePeriodMs", None)
+        if grace is not None and table._outputVersioned is False:
+            # Kafka KStreamImpl.doStreamTableJoin (KIP-923, rule J-5): isOutputVersioned().orElse(true)
             raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
         reused = (self._repartitionRequired and self._joinRepartition is not None
                   and (nameOf(joined) or self._name) == self._name)
@@ -405,8 +406,15 @@ class KStream:
         view = table._valueGetterSupplier()  # a filtered / mapped table is read through its parent's store
         withKey = n == 3
         topology = self._builder._topology
-        topology.addProcessor(name, lambda: KStreamKTableJoin(None, joiner, withKey, leftJoin, view.get()), stream._name)
+        bufferName = None if grace is None else f"{name}-Buffer"
+        topology.addProcessor(name, lambda: KStreamKTableJoin(None, joiner, withKey, leftJoin, view.get(), bufferName),
+                              stream._name)
         topology.connectProcessorAndStateStores(name, *view.storeNames())
+        if grace is not None:
+            topology.addStateStore(StreamTableJoinBufferBuilder(bufferName, getattr(joined, "keySerde", None) or
+                                                                self._keySerde, getattr(joined, "valueSerde", None)
+                                                                or self._valueSerde, grace), name)
+            self._builder._buildChecks.append(lambda: _checkGraceStores(topology, view.storeNames(), grace))
         if leftJoin:
             topology._markRelaxedNullKeyJoin(name)  # KIP-962 (RP-2)
         if reused:
@@ -522,6 +530,26 @@ class KStream:
         name = self._builder._nameOrGenerate(printed.name, "KSTREAM-PRINTER-")
         path, mapper, label = printed.path, printed.mapper, printed.label or self._name
         self._builder._topology.addProcessor(name, lambda: KStreamPrint(path, mapper, label), self._name)
+
+
+def _checkGraceStores(topology, storeNames, graceMs: int) -> None:
+    """Kafka ``StreamTableJoinNode.writeToTopology`` (run by ``build()``): a stream-table join
+    with a grace period reads versioned stores only, with a history retention of at least the grace.
+
+    Raises
+    ------
+    ValueError
+        "KTable must be versioned to use a grace period in a stream table join." or "History
+        retention must be at least grace period." (Kafka's ``IllegalArgumentException``).
+    """
+    from ..state._versioned import VersionedStoreBuilder
+
+    for storeName in storeNames:
+        builder = topology._storeBuilders.get(storeName)
+        if not isinstance(builder, VersionedStoreBuilder):
+            raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
+        if graceMs > builder._supplier.historyRetentionMs:
+            raise ValueError("History retention must be at least grace period.")
 
 
 def supplierFunction(method: str, supplier) -> Callable[[], Any]:

@@ -4,7 +4,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
 from ..state._suppression_buffer import SuppressionBufferStoreBuilder
-from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
+from ._config_objects import (GROUPED, MATERIALIZED, NAMED, TABLE_JOINED, Grouped, Materialized, isVersioned,
+                              keyValueStoreBuilder, nameOf)
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
 from ._internals.common import arity
@@ -84,14 +85,16 @@ class KTable:
         topology = builder._topology
 
         def storeBuilder():
-            return keyValueStoreBuilder("KTable", materialized, storeName)
+            return keyValueStoreBuilder("KTable", materialized, storeName, versioned=True)
 
         supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder, materialized.caching)
         topology.addProcessor(tableName, supplier, parentName)
         if materialized.storeName is not None:
             supplier.materialize()
-        return KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName,
-                      keySerde, valueSerde)
+        table = KTable(builder, tableName, storeName, set(sourceTopics), supplier, materialized.storeName,
+                       keySerde, valueSerde)
+        table._outputVersioned = isVersioned(materialized)
+        return table
 
     # -- Kafka KTableImpl.valueGetterSupplier / enableSendingOldValues
     def _valueGetterSupplier(self):
@@ -105,6 +108,19 @@ class KTable:
         return True
 
     _windowCloseDuration: int | None = None  # set by windowed aggregations (SU-1)
+    # KIP-914, Kafka GraphNode.isOutputVersioned: True for a table materialized in a versioned store,
+    # False for one with a (non-versioned) store of its own or computed by a join or aggregation,
+    # None for an unmaterialized filter/mapValues: as versioned as its parent (_parentTable)
+    _outputVersioned: bool | None = False
+    _parentTable: "KTable | None" = None
+
+    def _isVersioned(self) -> bool:
+        """Whether this table's updates come from a versioned table (Kafka
+        ``InternalStreamsBuilder.isVersionedOrVersionedUpstream``)."""
+        table = self
+        while table._outputVersioned is None:
+            table = table._parentTable
+        return table._outputVersioned
 
     def suppress(self, suppressed) -> "KTable":
         """Hold back updates (Kafka ``KTable#suppress``); with ``Suppressed.untilWindowCloses`` each
@@ -120,6 +136,11 @@ class KTable:
         """
         from ._internals.suppress import KTableSuppress
 
+        if self._outputVersioned:  # Kafka's eager check, then the one that walks up the graph
+            raise TopologyException("suppress() is only supported for non-versioned KTables")
+        if self._isVersioned():
+            raise TopologyException("suppress() is only supported for non-versioned KTables (note that version "
+                                    "semantics might be inherited from upstream)")
         untilWindowCloses = suppressed.timeLimitMs is None
         if untilWindowCloses and self._windowCloseDuration is None:
             raise TopologyException("Window close time is only defined for windowed computations. Got "
@@ -191,11 +212,14 @@ class KTable:
         supplier.caching = materialized is not None and materialized.caching
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
-            builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
+            builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName,
+                                                                     versioned=True), name)
         table = KTable(builder, name, queryableName, self._sourceTopics, supplier, queryableName, keySerde, valueSerde)
         # Kafka GraphGraceSearchUtil walks up to the windowed aggregation: a filtered or mapped
         # windowed table can still be suppressed until its windows close
         table._windowCloseDuration = self._windowCloseDuration
+        table._outputVersioned = None if materialized is None else isVersioned(materialized)
+        table._parentTable = self
         return table
 
     def filter(self, predicate: Callable[[Any, Any], bool], named=None, materialized: Materialized | None = None) -> "KTable":
@@ -242,38 +266,65 @@ class KTable:
         return KGroupedTable(self._builder, name, self._sourceTopics, grouped)
 
     # ------------------------------------------------------------------ joins
-    def join(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
-             materialized: Materialized | None = None) -> "KTable":
-        """Inner join on the key with ``other`` (Kafka ``KTable#join(KTable, ValueJoiner)``).
+    def join(self, other: "KTable", joiner: Callable, named=None, materialized: Materialized | None = None,
+             *rest) -> "KTable":
+        """Inner join on the key with ``other`` (Kafka ``KTable#join(KTable, ValueJoiner)``; forms
+        ``join(other, joiner[, Named][, Materialized])``).
 
         Both sides trigger: an update on either side looks the other up and forwards
         ``joiner(value, otherValue)`` when both exist; when one side is deleted the result is a
         tombstone. The output timestamp is the max of the two sides' (rule T-19). Null keys are
         skipped and counted. Both tables must be co-partitioned (rule J-6, checked at start).
         ``materialized`` keeps the result in a store (named, or ``KTABLE-MERGE-STATE-STORE-<n>``).
-        """
-        return self._doJoin(other, joiner, named, materialized, False, False)
 
-    def leftJoin(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
-                 materialized: Materialized | None = None) -> "KTable":
+        Foreign-key join (KIP-213): ``join(other, foreignKeyExtractor, joiner[, TableJoined][,
+        Materialized])`` joins each entry of this table with the entry of ``other`` whose key is
+        ``foreignKeyExtractor(value)`` (or ``foreignKeyExtractor(key, value)``, Kafka's
+        ``BiFunction`` form): see ``kspark.dsl._fk_join.foreignKeyJoin`` for its topics, stores,
+        timestamps and drops. The tables need not be co-partitioned.
+
+        Raises
+        ------
+        TypeError
+            For arguments that fit none of Kafka's forms.
+        """
+        return self._doJoin(other, joiner, named, materialized, rest, False, False)
+
+    def leftJoin(self, other: "KTable", joiner: Callable, named=None, materialized: Materialized | None = None,
+                 *rest) -> "KTable":
         """Left join (Kafka ``KTable#leftJoin``): every left entry has a result,
         ``joiner(value, None)`` while ``other`` has no value for the key; right updates without a
-        left value produce nothing. Same timestamps and co-partitioning as ``join``."""
-        return self._doJoin(other, joiner, named, materialized, True, False)
+        left value produce nothing. Same timestamps and co-partitioning as ``join``.
+
+        Foreign-key left join: ``leftJoin(other, foreignKeyExtractor, joiner[, TableJoined][,
+        Materialized])``; a left entry whose foreign key is null or has no right value joins
+        ``None``."""
+        return self._doJoin(other, joiner, named, materialized, rest, True, False)
 
     def outerJoin(self, other: "KTable", joiner: Callable[[Any, Any], Any], named=None,
                   materialized: Materialized | None = None) -> "KTable":
         """Outer join (Kafka ``KTable#outerJoin``): a result while either side has a value, the
-        missing side passed as None; a tombstone once both are gone."""
-        return self._doJoin(other, joiner, named, materialized, True, True)
+        missing side passed as None; a tombstone once both are gone. (Kafka has no foreign-key
+        outer join.)"""
+        return self._doJoin(other, joiner, named, materialized, (), True, True)
 
-    def _doJoin(self, other: "KTable", joiner, named, materialized: Materialized | None,
+    def _doJoin(self, other: "KTable", joiner, named, materialized: Materialized | None, rest: tuple,
                 leftOuter: bool, rightOuter: bool) -> "KTable":
         if not isinstance(other, KTable):
             raise TypeError("join/leftJoin/outerJoin take a KTable")
-        if callable(named):  # join(other, foreignKeyExtractor, joiner, ...)
-            raise TypeError("KTable join with a foreign-key extractor (join(other, foreignKeyExtractor, joiner)) "
-                            "is not supported by kspark yet")
+        if callable(named) and not rightOuter:  # join(other, foreignKeyExtractor, joiner[, TableJoined][, Materialized])
+            from ._fk_join import foreignKeyJoin
+
+            if len(rest) > 1:
+                raise TypeError("KTable.join(other, foreignKeyExtractor, joiner[, TableJoined][, Materialized]): too many "
+                                "arguments")
+            tableJoined, fkMaterialized = bind(
+                "KTable.join", "join(other, foreignKeyExtractor, joiner), join(..., TableJoined), "
+                "join(..., Materialized), join(..., TableJoined, Materialized)", (TABLE_JOINED, MATERIALIZED),
+                (materialized, *rest))
+            return foreignKeyJoin(self, other, joiner, named, tableJoined, fkMaterialized, leftOuter)
+        if rest:
+            raise TypeError("KTable.join(other, joiner[, Named][, Materialized]): too many arguments")
         named, materialized = bind("KTable.join", "join(other, joiner), join(other, joiner, Named), "
                                    "join(other, joiner, Materialized), join(other, joiner, Named, Materialized)",
                                    (NAMED, MATERIALIZED), (named, materialized))
@@ -312,6 +363,9 @@ class KTable:
         topology.connectProcessorAndStateStores(thisName, *joinThis.view2.storeNames())
         topology.connectProcessorAndStateStores(otherName, *joinOther.view2.storeNames())
         if storeName is not None:
-            topology.addStateStore(keyValueStoreBuilder("KTable.join", materialized, storeName), mergeName)
-        return KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName,
-                      keySerde, valueSerde)
+            topology.addStateStore(keyValueStoreBuilder("KTable.join", materialized, storeName, versioned=True),
+                                   mergeName)
+        table = KTable(builder, mergeName, storeName, self._sourceTopics | other._sourceTopics, merger, storeName,
+                       keySerde, valueSerde)
+        table._outputVersioned = isVersioned(materialized)
+        return table

@@ -69,5 +69,12 @@ class Metrics:
         tags = (("task-id", taskId), ("processor-node-id", node or ""), ("reason", reason))
         self.counters[MetricName("dropped-records-total", DROP_REASON_GROUP, tags)] += 1
 
+    def recordSkipped(self, taskId: str, node: str | None, reason: str) -> None:
+        """A record an operator skips silently in Kafka (a versioned table's out-of-order update
+        below ``groupBy``): kspark's per-node, per-reason breakdown only, so it is visible without
+        changing Kafka's task-level ``dropped-records-total``."""
+        tags = (("task-id", taskId), ("processor-node-id", node or ""), ("reason", reason))
+        self.counters[MetricName("dropped-records-total", DROP_REASON_GROUP, tags)] += 1
+
     def encoded(self) -> dict[str, float]:
         return {k.encode(): v for k, v in self.all().items()}

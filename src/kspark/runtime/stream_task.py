@@ -167,6 +167,14 @@ class _Context(ProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._task.wallClockTime
 
+    def keySerde(self):
+        """The default key serde (``default.key.serde``; Kafka ``ProcessorContext#keySerde``)."""
+        return self._task.defaultKeySerde
+
+    def valueSerde(self):
+        """The default value serde (``default.value.serde``; Kafka ``ProcessorContext#valueSerde``)."""
+        return self._task.defaultValueSerde
+
     def cachingEnabled(self) -> bool:
         """Whether ``statestore.cache.max.bytes`` > 0 (kspark internal, for the DSL's record cache)."""
         return self._task.cacheMaxBytes > 0
@@ -196,11 +204,16 @@ class _Context(ProcessorContext):
         return self._task.metrics
 
 
-def _serde(serde, default):
+def _serde(serde, default, defaultKey=None, defaultValue=None):
     """The node's serde, or the default one; a wrapping serde (a groupBy repartition topic's
-    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``)."""
+    ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``);
+    one whose inner serde is the other kind (a foreign-key join's subscription value wraps the
+    primary *key*) takes both defaults with ``withDefaults(defaultKey, defaultValue)``."""
     if serde is None:
         return default
+    withDefaults = getattr(serde, "withDefaults", None)
+    if withDefaults is not None:
+        return withDefaults(defaultKey, defaultValue)
     withDefault = getattr(serde, "withDefault", None)
     return serde if withDefault is None else withDefault(default)
 
@@ -399,6 +412,7 @@ class StreamTask:
         self.wallClockTime = 0
         self.context = _Context(self)
         defaultKey, defaultValue = config.defaultKeySerde(), config.defaultValueSerde()
+        self.defaultKeySerde, self.defaultValueSerde = defaultKey, defaultValue
         self._deserializationHandler = config.deserializationExceptionHandler()
         self._processingHandler = config.processingExceptionHandler()
         dlq = config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
@@ -410,6 +424,9 @@ class StreamTask:
         for name, store in self.stores.items():
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
+            if hasattr(store, "expiredCounter"):  # a versioned store's puts past its grace period (Kafka's
+                # RocksDBVersionedStore records them on the task's dropped-records sensor)
+                store.expiredCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired versioned put")
         self.nodeStates: dict[str, dict] = {}
         self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
@@ -441,7 +458,8 @@ class StreamTask:
                         continue
                     q = RecordQueue(
                         physical, partition,
-                        _serde(spec.keySerde, defaultKey), _serde(spec.valueSerde, defaultValue),
+                        _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
+                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
                         spec.timestampExtractor or config.defaultTimestampExtractor(),
                         self.metrics, taskId, spec.name,
                     )
@@ -565,9 +583,10 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
-        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
-                                        _serde(spec.valueSerde, defaultValue), spec.partitioner,
-                                        numPartitions, self.produced, spec.topicExtractor, self.context,
+        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
+                                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
+                                        spec.partitioner, numPartitions, self.produced, spec.topicExtractor,
+                                        self.context,
                                         lambda: self.metrics.recordDropped(self.taskId, spec.name,
                                                                            "partitioner returned no partition"))
         write = writer.write if spec.topicExtractor is None else writer.writeExtracted

@@ -442,15 +442,27 @@ class KafkaStreams:
             stateDir.write(f"{checkpoint}/{self._FINGERPRINT}", fingerprint)
 
     def _runUntilCaughtUp(self, plans: list[dict]) -> None:
+        """Run each sub-topology's query to the end of its inputs, upstream first. Where a
+        sub-topology reads a topic that it or a later one writes (a foreign-key join's
+        subscription and response topics feed each other), the passes repeat until one reads
+        nothing: one pass would leave the records written back unread."""
+        subs = [plan["subtopology"] for plan in plans]
+        feedback = any(set(subs[j].sinkTopics) & set(sub.sourceTopics) for i, sub in enumerate(subs)
+                       for j in range(i, len(subs)))
         try:
-            for plan in plans:
-                if self._stop.is_set():
+            while not self._stop.is_set():
+                rowsRead = 0
+                for plan in plans:
+                    if self._stop.is_set():
+                        break
+                    query = self._startQuery(plan, {"availableNow": True})
+                    self._queries.append(query)
+                    query.awaitTermination()
+                    if query.exception() is not None:
+                        raise StreamsException(str(query.exception()))
+                    rowsRead += sum(_inputRows(p) for p in query.recentProgress)
+                if not feedback or rowsRead == 0:
                     break
-                query = self._startQuery(plan, {"availableNow": True})
-                self._queries.append(query)
-                query.awaitTermination()
-                if query.exception() is not None:
-                    raise StreamsException(str(query.exception()))
             if self._state == self.RUNNING:
                 self._state = self.NOT_RUNNING
         except BaseException as e:  # noqa: BLE001 - reported by awaitTermination
@@ -533,6 +545,12 @@ class KafkaStreams:
             .trigger(**trigger)
         )
         return writer.start()
+
+
+def _inputRows(progress) -> int:
+    """``numInputRows`` of a query progress (a ``StreamingQueryProgress`` or its dict form)."""
+    rows = getattr(progress, "numInputRows", None)
+    return int(rows if rows is not None else progress["numInputRows"])
 
 
 def _allTopics(topology: Topology) -> list[str]:

@@ -34,8 +34,9 @@ def _plainIterator(it: KeyValueIterator) -> KeyValueIterator:
 
 
 class ReadOnlyKeyValueStore:
-    """Reads of a key-value store (Kafka ``ReadOnlyKeyValueStore``): ``get``, ``range``, ``all``,
-    ``approximateNumEntries``; keys in serialized-key order as the store keeps them."""
+    """Reads of a key-value store (Kafka ``ReadOnlyKeyValueStore``): ``get``, ``range``,
+    ``reverseRange``, ``all``, ``reverseAll``, ``prefixScan``, ``approximateNumEntries``; keys in
+    serialized-key order as the store keeps them."""
 
     def __init__(self, provider: Provider, plainValues: bool) -> None:
         self._provider, self._plainValues = provider, plainValues
@@ -48,8 +49,22 @@ class ReadOnlyKeyValueStore:
         it = self._provider().range(fromKey, toKey)
         return _plainIterator(it) if self._plainValues else it
 
+    def reverseRange(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """``range`` in descending serialized-key order."""
+        it = self._provider().reverseRange(fromKey, toKey)
+        return _plainIterator(it) if self._plainValues else it
+
     def all(self) -> KeyValueIterator:
         it = self._provider().all()
+        return _plainIterator(it) if self._plainValues else it
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self.reverseRange()
+
+    def prefixScan(self, prefix: Any, prefixKeySerializer) -> KeyValueIterator:
+        """Entries whose serialized key starts with ``prefixKeySerializer``'s bytes of ``prefix``
+        (a ``Serde`` or anything with ``serialize(topic, data)``), in serialized-key order."""
+        it = self._provider().prefixScan(prefix, prefixKeySerializer)
         return _plainIterator(it) if self._plainValues else it
 
     def approximateNumEntries(self) -> int:
@@ -58,17 +73,23 @@ class ReadOnlyKeyValueStore:
 
 class ReadOnlyWindowStore:
     """Reads of a window store (Kafka ``ReadOnlyWindowStore``): ``fetch(key, time)`` -> value,
-    ``fetch(key, timeFrom, timeTo)`` -> ``KeyValue(windowStart, value)``s, ``fetchAll(timeFrom,
-    timeTo)`` and ``all()`` -> ``KeyValue(Windowed, value)``s; times in ms."""
+    ``fetch(key, timeFrom, timeTo)`` / ``backwardFetch`` -> ``KeyValue(windowStart, value)``s,
+    ``fetchAll(timeFrom, timeTo)`` and ``all()`` -> ``KeyValue(Windowed, value)``s; times in ms
+    (or datetimes, Java's ``Instant``)."""
 
     def __init__(self, provider: Provider, plainValues: bool) -> None:
         self._provider, self._plainValues = provider, plainValues
 
-    def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
+    def fetch(self, key: Any, timeFrom, timeTo=None):
         result = self._provider().fetch(key, timeFrom, timeTo)
         if not self._plainValues:
             return result
         return _plain(result) if timeTo is None else _plainIterator(result)
+
+    def backwardFetch(self, key: Any, timeFrom, timeTo) -> KeyValueIterator:
+        """``fetch(key, timeFrom, timeTo)`` (ms or datetime), latest window first."""
+        it = self._provider().backwardFetch(key, timeFrom, timeTo)
+        return _plainIterator(it) if self._plainValues else it
 
     def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
         it = self._provider().fetchAll(timeFrom, timeTo)
@@ -81,7 +102,8 @@ class ReadOnlyWindowStore:
 
 class ReadOnlySessionStore:
     """Reads of a session store (Kafka ``ReadOnlySessionStore``): ``fetch(key)``,
-    ``backwardFetch(key)``, ``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``
+    ``backwardFetch(key)``, ``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``,
+    ``backwardFindSessions``
     -> ``KeyValue(Windowed(key, SessionWindow), aggregate)``s; ``fetchSession(key, start, end)``
     -> aggregate or None; times in ms."""
 
@@ -96,6 +118,9 @@ class ReadOnlySessionStore:
 
     def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
         return self._provider().findSessions(key, earliestSessionEndTime, latestSessionStartTime)
+
+    def backwardFindSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        return self._provider().backwardFindSessions(key, earliestSessionEndTime, latestSessionStartTime)
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
         return self._provider().fetchSession(key, sessionStartTime, sessionEndTime)

@@ -185,17 +185,22 @@ class KeyValueStore(_StoreBase):
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
         super().__init__(name, keySerde, valueSerde, persistent)
         self._data: dict[bytes, tuple[Any, Any]] = {}
+        # the serialized keys in order: built by the first ordered read (range, prefix scan) and
+        # kept up to date from then on; point reads and writes of a store never scanned skip it
+        self._sorted: list[bytes] | None = None
+        self._cachingLayer = False  # set by a DSL record cache over this store (Kafka's CachingKeyValueStore)
 
     # -- contents as a picklable value, for hosts that checkpoint stores
     def snapshot(self) -> dict:
         return self._data
 
     def restore(self, data: dict) -> None:
-        self._data = data
+        self._data, self._sorted = data, None
 
     def mergeSnapshot(self, data: dict) -> None:
         """Add another task's snapshot (to view a store over all tasks)."""
         self._data.update(data)
+        self._sorted = None
 
     # -- KeyValueStore
     def get(self, key: Any) -> Any:
@@ -205,8 +210,11 @@ class KeyValueStore(_StoreBase):
     def put(self, key: Any, value: Any) -> None:
         kb = self._keyBytes(key)
         if value is None:
-            self._data.pop(kb, None)
+            if self._data.pop(kb, None) is not None and self._sorted is not None:
+                self._unindex(kb)
         else:
+            if self._sorted is not None and kb not in self._data:
+                bisect.insort(self._sorted, kb)
             self._data[kb] = (key, self._freeze(value))
 
     def putIfAbsent(self, key: Any, value: Any) -> Any:
@@ -220,13 +228,34 @@ class KeyValueStore(_StoreBase):
             self.put(key, value)
 
     def delete(self, key: Any) -> Any:
-        entry = self._data.pop(self._keyBytes(key), None)
-        return None if entry is None else self._thaw(entry[1])
+        kb = self._keyBytes(key)
+        entry = self._data.pop(kb, None)
+        if entry is None:
+            return None
+        if self._sorted is not None:
+            self._unindex(kb)
+        return self._thaw(entry[1])
 
-    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
-        """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end."""
+    def _unindex(self, kb: bytes) -> None:
+        keys = self._sorted
+        del keys[bisect.bisect_left(keys, kb)]
+
+    def _keysBetween(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool = True) -> list[bytes]:
+        """Serialized keys in ``[lo, hi]`` (``[lo, hi)`` unless ``hiInclusive``) in order; None = open end."""
+        keys = self._sorted
+        if keys is None:
+            keys = self._sorted = sorted(self._data)
+        start = 0 if lo is None else bisect.bisect_left(keys, lo)
+        end = len(keys) if hi is None else (bisect.bisect_right if hiInclusive else bisect.bisect_left)(keys, hi)
+        return keys[start:end]
+
+    def _iterator(self, keys) -> KeyValueIterator:
         from ..keyvalue import KeyValue
 
+        data, thaw = self._data, self._thaw
+        return KeyValueIterator([KeyValue(k, thaw(v)) for k, v in map(data.__getitem__, keys)])
+
+    def _bounds(self, fromKey: Any, toKey: Any) -> tuple[bytes | None, bytes | None] | None:
         lo = None if fromKey is None else self._keyBytes(fromKey)
         hi = None if toKey is None else self._keyBytes(toKey)
         if lo is not None and hi is not None and lo > hi:
@@ -235,17 +264,58 @@ class KeyValueStore(_StoreBase):
                 "range arguments set in the wrong order, or serdes that don't preserve ordering when "
                 "lexicographically comparing the serialized bytes."
             )
-            return KeyValueIterator([])
-        thaw = self._thaw
-        items = [
-            KeyValue(k, thaw(v))
-            for kb, (k, v) in sorted(self._data.items())
-            if (lo is None or kb >= lo) and (hi is None or kb <= hi)
-        ]
-        return KeyValueIterator(items)
+            return None
+        return lo, hi
+
+    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """Entries with ``fromKey <= key <= toKey`` by serialized key; ``None`` bound = open end.
+        ``from > to`` (by serialized key) gives an empty iterator and Kafka's warning."""
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._iterator(self._keysBetween(*bounds))
+
+    def reverseRange(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """``range(fromKey, toKey)`` in descending serialized-key order (Kafka ``reverseRange``)."""
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._iterator(reversed(self._keysBetween(*bounds)))
 
     def all(self) -> KeyValueIterator:
         return self.range()
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self.reverseRange()
+
+    def prefixScan(self, prefix: Any, prefixKeySerializer: Serde) -> KeyValueIterator:
+        """Entries whose serialized key starts with ``prefixKeySerializer``'s bytes of ``prefix``,
+        in serialized-key order (Kafka ``prefixScan(prefix, prefixKeySerializer)``; the serializer
+        may be a ``Serde`` or anything with ``serialize(topic, data)``).
+
+        Raises
+        ------
+        TypeError
+            If ``prefix`` or ``prefixKeySerializer`` is None (Kafka: ``NullPointerException``).
+        IndexError
+            If the store is in-memory or has a record cache and the serialized prefix is empty or
+            all 0xFF bytes: Kafka's ``InMemoryKeyValueStore`` and ``CachingKeyValueStore`` bound
+            the scan by ``Bytes.increment(prefix)``, which throws ``IndexOutOfBoundsException``
+            there (its RocksDB store scans every key).
+        """
+        if prefix is None or prefixKeySerializer is None:
+            raise TypeError("prefix and prefixKeySerializer cannot be null")
+        prefixBytes = bytes(prefixKeySerializer.serialize(self._name, prefix))
+        if (not self._persistent or self._cachingLayer) and not prefixBytes.rstrip(b"\xff"):
+            raise IndexError(f"prefix {prefixBytes.hex() or '(empty)'} of store {self._name} cannot be incremented")
+        return self._iterator(self._prefixKeys(prefixBytes))
+
+    def prefixScanBytes(self, prefix: bytes) -> KeyValueIterator:
+        """``prefixScan`` by serialized prefix; keys are returned as stored."""
+        return self._iterator(self._prefixKeys(prefix))
+
+    def _prefixKeys(self, prefix: bytes) -> list[bytes]:
+        # the keys in [prefix, prefix + 1): the smallest key past every key with the prefix is the
+        # prefix without its trailing 0xff bytes, last byte + 1 (none if all bytes are 0xff)
+        stripped = prefix.rstrip(b"\xff")
+        upper = stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
+        return self._keysBetween(prefix, upper, hiInclusive=False)
 
     def approximateNumEntries(self) -> int:
         return len(self._data)
@@ -349,16 +419,25 @@ class WindowStore(_TimeOrderedStoreBase):
         return [(start, thaw(data[(start, kb)][1]))
                 for start in starts[bisect.bisect_left(starts, lower):bisect.bisect_right(starts, timeTo)]]
 
-    def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
+    def fetch(self, key: Any, timeFrom, timeTo=None):
         """``fetch(key, start)``: the value of that window (or None); ``fetch(key, from, to)``:
-        ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]``."""
+        ``KeyValue(start, value)`` for windows of ``key`` starting in ``[from, to]`` (ms or
+        datetime), earliest first."""
+        from .._duration import toEpochMillis
+
         kb = self._keyBytes(key)
+        timeFrom = toEpochMillis(timeFrom, "timeFrom")
         if timeTo is None:
             return self._fetchBytes(kb, timeFrom)
         from ..keyvalue import KeyValue
 
+        timeTo = toEpochMillis(timeTo, "timeTo")
         return KeyValueIterator([KeyValue(start, self._thaw(v)) for (start, k), (_, v) in sorted(self._data.items())
                                  if k == kb and timeFrom <= start <= timeTo and self._live(start)])
+
+    def backwardFetch(self, key: Any, timeFrom, timeTo) -> KeyValueIterator:
+        """``fetch(key, from, to)``, latest window first (Kafka ``backwardFetch``)."""
+        return KeyValueIterator(list(self.fetch(key, timeFrom, timeTo))[::-1])
 
     def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
         """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
@@ -562,10 +641,18 @@ class SessionStore(_TimeOrderedStoreBase):
         lowest = self._minLiveEnd()
         return [self._thawEntry(e) for e in self._sessions.get(self._keyBytes(key), ()) if e[0] >= lowest]
 
-    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
+    def findSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
         """Sessions of ``key`` with ``end >= earliestSessionEndTime`` and ``start <=
-        latestSessionStartTime`` (ST-3), ordered by end, then start descending."""
-        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliestSessionEndTime and e[1] <= latestSessionStartTime)
+        latestSessionStartTime`` (ms or datetime; ST-3), ordered by end, then start descending."""
+        from .._duration import toEpochMillis
+
+        earliest = toEpochMillis(earliestSessionEndTime, "earliestSessionEndTime")
+        latest = toEpochMillis(latestSessionStartTime, "latestSessionStartTime")
+        return self._iterator(e for e in self._ofKey(key) if e[0] >= earliest and e[1] <= latest)
+
+    def backwardFindSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        """``findSessions`` in reverse order (Kafka ``backwardFindSessions``)."""
+        return KeyValueIterator(list(self.findSessions(key, earliestSessionEndTime, latestSessionStartTime))[::-1])
 
     def _findSessionEntries(self, kb: bytes, earliestSessionEndTime: int, latestSessionStartTime: int) -> list:
         """``findSessions`` by serialized key as ``(end, start, key, aggregate)`` tuples, same
@@ -787,6 +874,45 @@ class Stores:
         supplier: KeyValueBytesStoreSupplier, keySerde: Serde | None = None, valueSerde: Serde | None = None
     ) -> StoreBuilder:
         return StoreBuilder(supplier._replace(timestamped=True), keySerde, valueSerde)
+
+    @staticmethod
+    def persistentVersionedKeyValueStore(name: str, historyRetention, segmentInterval=None):
+        """A versioned key-value store (KIP-889) keeping each key's older values for
+        ``historyRetention`` (ms or timedelta; also the grace period after which an out-of-order
+        put is refused), in segments of ``segmentInterval`` (default: Kafka's choice from the
+        retention). Give it to ``Materialized.as_`` for a versioned ``builder.table``/``toTable``,
+        or to ``Stores.versionedKeyValueStoreBuilder``. On Spark it lives in the task checkpoint.
+
+        Raises
+        ------
+        ValueError
+            For a negative retention ("historyRetention cannot be negative") or a segment interval
+            below 1 ms ("segmentInterval cannot be zero or negative").
+        """
+        from .._duration import toMillis
+        from ._versioned import VersionedBytesStoreSupplier
+
+        retention = toMillis(historyRetention, "historyRetention")
+        if retention < 0:
+            raise ValueError("historyRetention cannot be negative")
+        if segmentInterval is None:  # Kafka RocksDbVersionedKeyValueBytesStoreSupplier.defaultSegmentInterval
+            interval = (max(retention // 3, 2_000) if retention <= 60_000 else max(retention // 5, 20_000)
+                        if retention <= 300_000 else max(retention // 12, 60_000) if retention <= 3_600_000
+                        else max(retention // 24, 300_000))
+        else:
+            interval = toMillis(segmentInterval, "segmentInterval")
+            if interval < 1:
+                raise ValueError("segmentInterval cannot be zero or negative")
+        return VersionedBytesStoreSupplier(_checkName(name), retention, interval)
+
+    @staticmethod
+    def versionedKeyValueStoreBuilder(supplier, keySerde: Serde | None = None, valueSerde: Serde | None = None):
+        """Builder of a ``VersionedKeyValueStore`` (Kafka ``Stores#versionedKeyValueStoreBuilder``)."""
+        from ._versioned import VersionedBytesStoreSupplier, VersionedStoreBuilder
+
+        if not isinstance(supplier, VersionedBytesStoreSupplier):
+            raise TypeError("supplier must come from Stores.persistentVersionedKeyValueStore")
+        return VersionedStoreBuilder(supplier, keySerde, valueSerde)
 
 
 def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent) -> WindowBytesStoreSupplier:

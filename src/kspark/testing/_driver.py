@@ -14,7 +14,7 @@ from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import ProducedColumns, StreamTask
 from ..serialization import Serde
-from ..state import KeyValueStore, SessionStore, TimestampedKeyValueStore, WindowStore
+from ..state import KeyValueStore, SessionStore, TimestampedKeyValueStore, VersionedKeyValueStore, WindowStore
 from ._store_views import PlainValueStore, SessionStoreView, WindowStoreView
 from ..topology import Subtopology, Topology
 from ..topology._topology import SinkNodeSpec
@@ -507,6 +507,12 @@ class TopologyTestDriver:
         """The timestamped key-value store ``name`` (values are ``ValueAndTimestamp``), or None."""
         store = self._task.stores.get(name)
         return store if isinstance(store, TimestampedKeyValueStore) else None
+
+    def getVersionedKeyValueStore(self, name: str) -> Any:
+        """The versioned key-value store ``name`` (``get(key)``, ``get(key, asOfTimestamp)`` ->
+        ``VersionedRecord`` or None), or None (Kafka ``getVersionedKeyValueStore``)."""
+        store = self._task.stores.get(name)
+        return store if isinstance(store, VersionedKeyValueStore) else None
 
     def getWindowStore(self, name: str) -> Any:
         """The window store ``name`` with plain values (Kafka's ``WindowStoreFacade`` for a DSL

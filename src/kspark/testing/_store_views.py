@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._duration import toEpochMillis
 from ..state._window import TimeWindow, Windowed
 from ..keyvalue import KeyValue
 from ..state import KeyValueIterator, ValueAndTimestamp
@@ -33,11 +34,27 @@ class PlainValueStore:
         v = self._store.get(key)
         return None if v is None else v.value
 
+    @staticmethod
+    def _plain(it) -> KeyValueIterator:
+        return KeyValueIterator([KeyValue(k, v.value) for k, v in it])
+
     def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
-        return KeyValueIterator([KeyValue(k, v.value) for k, v in self._store.range(fromKey, toKey)])
+        """Entries with ``fromKey <= key <= toKey`` by serialized key (None: open end)."""
+        return self._plain(self._store.range(fromKey, toKey))
+
+    def reverseRange(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        """``range`` in descending serialized-key order."""
+        return self._plain(self._store.reverseRange(fromKey, toKey))
 
     def all(self) -> KeyValueIterator:
         return self.range()
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self.reverseRange()
+
+    def prefixScan(self, prefix: Any, prefixKeySerializer) -> KeyValueIterator:
+        """Entries whose serialized key starts with ``prefixKeySerializer``'s bytes of ``prefix``."""
+        return self._plain(self._store.prefixScan(prefix, prefixKeySerializer))
 
     def approximateNumEntries(self) -> int:
         return self._store.approximateNumEntries()
@@ -71,9 +88,16 @@ class SessionStoreView:
     def backwardFetch(self, key: Any) -> KeyValueIterator:
         return self._store._iterator(reversed(self._sessions(key)))
 
-    def findSessions(self, key: Any, earliestSessionEndTime: int, latestSessionStartTime: int) -> KeyValueIterator:
-        return self._store._iterator(e for e in self._sessions(key)
-                                     if e[0] >= earliestSessionEndTime and e[1] <= latestSessionStartTime)
+    def findSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        """Sessions of ``key`` ending at or after ``earliestSessionEndTime`` and starting at or
+        before ``latestSessionStartTime`` (ms or datetime), earliest first."""
+        earliest = toEpochMillis(earliestSessionEndTime, "earliestSessionEndTime")
+        latest = toEpochMillis(latestSessionStartTime, "latestSessionStartTime")
+        return self._store._iterator(e for e in self._sessions(key) if e[0] >= earliest and e[1] <= latest)
+
+    def backwardFindSessions(self, key: Any, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        """``findSessions``, latest first."""
+        return KeyValueIterator(list(self.findSessions(key, earliestSessionEndTime, latestSessionStartTime))[::-1])
 
     def fetchSession(self, key: Any, sessionStartTime: int, sessionEndTime: int) -> Any:
         return next((e[3] for e in self._sessions(key) if e[0] == sessionEndTime and e[1] == sessionStartTime), None)
@@ -106,17 +130,25 @@ class WindowStoreView:
         return {k: (key_, v.value if plain else v) for k, (key_, v) in sorted(out.items())
                 if key is None or key_ == key}
 
-    def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
+    def fetch(self, key: Any, timeFrom, timeTo=None):
         """``fetch(key, start)``: that window's value or None; ``fetch(key, from, to)``:
-        ``KeyValue(start, value)`` for ``key``'s windows starting in ``[from, to]``."""
+        ``KeyValue(start, value)`` for ``key``'s windows starting in ``[from, to]`` (ms or
+        datetime), earliest first."""
         windows = self._windows(key)
+        timeFrom = toEpochMillis(timeFrom, "timeFrom")
         if timeTo is None:
             return next((v for (start, _), (_, v) in windows.items() if start == timeFrom), None)
+        timeTo = toEpochMillis(timeTo, "timeTo")
         return KeyValueIterator([KeyValue(start, v) for (start, _), (_, v) in windows.items()
                                  if timeFrom <= start <= timeTo])
 
-    def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
+    def backwardFetch(self, key: Any, timeFrom, timeTo) -> KeyValueIterator:
+        """``fetch(key, from, to)``, latest window first (Kafka ``backwardFetch``)."""
+        return KeyValueIterator(list(self.fetch(key, timeFrom, timeTo))[::-1])
+
+    def fetchAll(self, timeFrom, timeTo) -> KeyValueIterator:
         size = self._store.windowSize()
+        timeFrom, timeTo = toEpochMillis(timeFrom, "timeFrom"), toEpochMillis(timeTo, "timeTo")
         return KeyValueIterator([KeyValue(Windowed(k, TimeWindow(start, start + size)), v)
                                  for (start, _), (k, v) in self._windows().items() if timeFrom <= start <= timeTo])
 

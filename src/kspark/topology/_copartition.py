@@ -41,16 +41,18 @@ def resolvePartitionCounts(topology: Topology, external: dict[str, int | None]) 
     counts.update(enforced)
 
     # RP-4: a repartition topic without an enforced count takes the max count of the source
-    # topics of the sub-topology that writes into it; iterate until all are known.
+    # topics of the sub-topologies that write into it, leaving out repartition topics not known
+    # yet (Kafka's computePartitionCount: a foreign-key join's subscription and response topics
+    # feed each other's writers); sub-topology by sub-topology as Kafka, until all are known.
     subs = topology.subtopologies()
-    pending = [t for t in internal if t not in counts]
+    pending = list(dict.fromkeys([t for s in subs for t in s.sourceTopics if t in internal] + list(internal)))
+    pending = [t for t in pending if t not in counts]
     while pending:
         progress = False
         for topic in list(pending):
-            writers = [s for s in subs if topic in s.sinkTopics]
-            sources = [t for s in writers for t in s.sourceTopics]
-            if sources and all(t in counts for t in sources):
-                counts[topic] = max(counts[t] for t in sources)
+            known = [counts[t] for s in subs if topic in s.sinkTopics for t in s.sourceTopics if t in counts]
+            if known:
+                counts[topic] = max(known)
                 pending.remove(topic)
                 progress = True
         if not progress:

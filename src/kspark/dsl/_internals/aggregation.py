@@ -64,6 +64,8 @@ class KTableRepartitionMapSupplier:
 
     def __init__(self, parent, selector) -> None:
         self.parent, self.selector = parent, selector
+        # KIP-914: the aggregate of a versioned table takes its latest values only
+        self.useVersionedSemantics = parent._isVersioned()
 
     def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
         raise RuntimeError("KTableRepartitionMap should always require sending old values.")
@@ -72,7 +74,7 @@ class KTableRepartitionMapSupplier:
         raise StreamsException("Underlying state store not accessible due to repartitioning.")
 
     def __call__(self):
-        return KTableRepartitionMapProcessor(self.selector)
+        return KTableRepartitionMapProcessor(self.selector, self.useVersionedSemantics)
 
 
 def _pair(result):
@@ -86,24 +88,30 @@ def _pair(result):
 
 
 class KTableRepartitionMapProcessor(ContextualProcessor):
-    def __init__(self, selector) -> None:
-        self.selector = selector
+    def __init__(self, selector, useVersionedSemantics: bool = False) -> None:
+        self.selector, self.useVersionedSemantics = selector, useVersionedSemantics
 
     def process(self, record: Record) -> None:
         key, change = record.key(), record.value()
         if key is None:
             raise StreamsException("Record key for the grouping KTable should not be null.")
+        if self.useVersionedSemantics and not change.isLatest:
+            # an out-of-order update of a versioned table is not aggregated; Kafka counts nothing
+            context = self.context()
+            context.metrics().recordSkipped(context.taskId(), context.currentNode.name, "out-of-order versioned record")
+            return
         newPair = None if change.newValue is None else _pair(self.selector(key, change.newValue))
         oldPair = None if change.oldValue is None else _pair(self.selector(key, change.oldValue))
         oldOk = oldPair is not None and oldPair[0] is not None and oldPair[1] is not None
         newOk = newPair is not None and newPair[0] is not None and newPair[1] is not None
+        isLatest = change.isLatest
         if oldOk and newOk and oldPair[0] == newPair[0]:
-            self.context().forward(record.withKey(oldPair[0]).withValue(Change(newPair[1], oldPair[1])))
+            self.context().forward(record.withKey(oldPair[0]).withValue(Change(newPair[1], oldPair[1], isLatest)))
             return
         if oldOk:
-            self.context().forward(record.withKey(oldPair[0]).withValue(Change(None, oldPair[1])))
+            self.context().forward(record.withKey(oldPair[0]).withValue(Change(None, oldPair[1], isLatest)))
         if newOk:
-            self.context().forward(record.withKey(newPair[0]).withValue(Change(newPair[1], None)))
+            self.context().forward(record.withKey(newPair[0]).withValue(Change(newPair[1], None, isLatest)))
 
 
 class ChangedSerde(Serde):
@@ -130,7 +138,7 @@ class ChangedSerde(Serde):
         return f"ChangedSerde({self.inner!r})"
 
     def serialize(self, topic, data):
-        newValue, oldValue = data
+        newValue, oldValue = data[0], data[1]
         if newValue is not None and oldValue is not None:
             new, old = self.inner.serialize(topic, newValue), self.inner.serialize(topic, oldValue)
             return _varint(len(new)) + new + old + b"\x02"
@@ -144,20 +152,25 @@ class ChangedSerde(Serde):
         if data is None:
             return None
         data = bytes(data)
-        flag = data[-1]
+        flag, isLatest = data[-1], True
         if flag in (0, 1, 2):
             body = data[:-1]
         elif flag in (3, 4, 5):
             body = data[:-2]
             flag -= 3
+            if data[-2] not in (0, 1):
+                raise StreamsException(f"Encountered unexpected byte value `{data[-2]}` for isLatestFlag in "
+                                       "ChangedDeserializer.")
+            isLatest = data[-2] == 1
         else:
             raise StreamsException(f"Encountered unknown byte value `{flag}` for encodingFlag in ChangedDeserializer.")
         if flag == 0:
-            return Change(None, self.inner.deserialize(topic, body))
+            return Change(None, self.inner.deserialize(topic, body), isLatest)
         if flag == 1:
-            return Change(self.inner.deserialize(topic, body), None)
+            return Change(self.inner.deserialize(topic, body), None, isLatest)
         n, pos = _readVarint(body)
-        return Change(self.inner.deserialize(topic, body[pos:pos + n]), self.inner.deserialize(topic, body[pos + n:]))
+        return Change(self.inner.deserialize(topic, body[pos:pos + n]), self.inner.deserialize(topic, body[pos + n:]),
+                      isLatest)
 
 
 def _varint(n: int) -> bytes:

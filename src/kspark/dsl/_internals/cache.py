@@ -135,6 +135,7 @@ class RecordCache:
             self.store, self.schema = store, schema
             if store is not None:
                 self.task.byStore[store.name()] = self
+                store._cachingLayer = True  # its prefixScan bounds as Kafka's CachingKeyValueStore
             if schema in ("session", "window"):
                 state, slot = context.nodeState(), f"{schema}Cache"
                 saved = state.pop(slot, None)

@@ -14,10 +14,13 @@ log = logging.getLogger("kspark.dsl")
 
 
 class Change(NamedTuple):
-    """A KTable update flowing between KTable nodes (Kafka ``Change``): new and old value."""
+    """A KTable update flowing between KTable nodes (Kafka ``Change``): new and old value, and
+    ``isLatest``: False for an out-of-order update of a versioned table (KIP-914), which the
+    operators of a versioned table's descendants skip (joins, groupBy, foreign-key joins)."""
 
     newValue: Any
     oldValue: Any
+    isLatest: bool = True
 
 
 def arity(fn: Callable) -> int:

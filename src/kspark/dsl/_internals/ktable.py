@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from ...errors import TopologyException
 from ...processor import ContextualProcessor, Record
-from ...state import ValueAndTimestamp
+from ...state import ValueAndTimestamp, VersionedKeyValueStore
+from ...state._versioned import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedStoreBuilder
 from .cache import RecordCache
 from .common import Change, dropped
 
@@ -73,6 +74,39 @@ class KTableSource(ContextualProcessor):
         self.cache.forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)), old is not None)
 
 
+class VersionedKTableSource(ContextualProcessor):
+    """A ``KTableSource`` materialized in a versioned store (KIP-914, Kafka ``KTableSource`` over
+    ``KeyValueStoreWrapper``): each update is put at its timestamp; an out-of-order one (older
+    than the key's latest version) goes into the history and is forwarded with
+    ``Change.isLatest`` False (its old value is the latest one); one past the store's history
+    retention is not put and not forwarded. Never cached."""
+
+    def __init__(self, storeName: str, sendOldValues: bool) -> None:
+        self.storeName, self.sendOldValues = storeName, sendOldValues
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key = record.key()
+        if key is None:
+            dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        old = self.store.get(key)
+        oldValue = None
+        if old is not None:
+            oldValue = old.value()
+            if record.timestamp() < old.timestamp():
+                log.warning("Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d].",
+                            self.storeName, old.timestamp(), record.timestamp())
+        value = record.value()
+        code = self.store.put(key, value, record.timestamp())
+        if code != PUT_RETURN_CODE_NOT_PUT:
+            self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None,
+                                                           code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
+
+
 class KTableToStream(ContextualProcessor):
     def process(self, record: Record) -> None:
         self.context().forward(record.withValue(record.value().newValue))
@@ -98,14 +132,31 @@ class ValueGetterSupplier:
 
 
 class _StoreGetter:
+    """Kafka ``KTableMaterializedValueGetter`` over ``KeyValueStoreWrapper``: a timestamped store's
+    ``ValueAndTimestamp``, or a versioned store's latest version (``get``) or version as of a time
+    (``getAsOf``) as a ``ValueAndTimestamp``."""
+
     def __init__(self, storeName: str) -> None:
         self.storeName = storeName
 
     def init(self, context) -> None:
         self.store = context.getStateStore(self.storeName)
+        self.versioned = isinstance(self.store, VersionedKeyValueStore)
 
     def get(self, key):
+        if self.versioned:
+            found = self.store.get(key)
+            return None if found is None else ValueAndTimestamp(found.value(), found.timestamp())
         return self.store.get(key)
+
+    def getAsOf(self, key, asOfTimestamp: int):
+        if not self.versioned:
+            raise NotImplementedError("get(key, timestamp) is only supported for versioned stores")
+        found = self.store.get(key, asOfTimestamp)
+        return None if found is None else ValueAndTimestamp(found.value(), found.timestamp())
+
+    def isVersioned(self) -> bool:
+        return self.versioned
 
 
 def materializedView(storeName: str) -> ValueGetterSupplier:
@@ -124,6 +175,12 @@ class _MappedGetter:
 
     def get(self, key):
         return self.fn(key, self.parent.get(key))
+
+    def getAsOf(self, key, asOfTimestamp: int):
+        return self.fn(key, self.parent.getAsOf(key, asOfTimestamp))
+
+    def isVersioned(self) -> bool:
+        return self.parent.isVersioned()
 
 
 def valueOrNull(vt):
@@ -166,6 +223,8 @@ class KTableSourceSupplier:
         return materializedView(self.storeName)
 
     def __call__(self):
+        if isinstance(self.topology._storeBuilders.get(self.queryableName), VersionedStoreBuilder):
+            return VersionedKTableSource(self.queryableName, self.sendOldValues)  # never cached
         return KTableSource(self.queryableName, self.sendOldValues, self.caching)
 
 
@@ -203,14 +262,40 @@ class StoreForwarder(ContextualProcessor):
         super().init(context)
         s = self.supplier
         self.store = None if s.queryableName is None else context.getStateStore(s.queryableName)
-        self.cache = RecordCache(self, getattr(s, "caching", False) and self.store is not None
+        versioned = isinstance(self.store, VersionedKeyValueStore)
+        if versioned:  # Kafka: a versioned store is never cached
+            self.store = VersionedTableStore(self.store)
+        self.cache = RecordCache(self, getattr(s, "caching", False) and self.store is not None and not versioned
                                  and context.cachingEnabled(), self.store, "keyValue")
 
     def _putAndForward(self, record: Record, newValue, oldValue) -> None:
+        if type(self.store) is VersionedTableStore:  # Kafka: not put (past the history retention), not forwarded
+            code = self.store.put(record.key(), newValue, record.timestamp())
+            if code != PUT_RETURN_CODE_NOT_PUT:
+                self.context().forward(record.withValue(Change(
+                    newValue, oldValue if self.supplier.sendOldValues else None,
+                    code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
+            return
         key = record.key()
         existed = self.cache.enabled and self.store.get(key) is not None
         self.store.put(key, None if newValue is None else ValueAndTimestamp(newValue, record.timestamp()))
         self.cache.forward(record.withValue(Change(newValue, oldValue if self.supplier.sendOldValues else None)), existed)
+
+
+class VersionedTableStore:
+    """A KTable's versioned store as its operators use it (Kafka ``KeyValueStoreWrapper``):
+    ``get(key)`` -> the latest version as a ``ValueAndTimestamp``; ``put(key, value, timestamp)``
+    -> the store's return code."""
+
+    def __init__(self, store: VersionedKeyValueStore) -> None:
+        self.store = store
+
+    def get(self, key):
+        found = self.store.get(key)
+        return None if found is None else ValueAndTimestamp(found.value(), found.timestamp())
+
+    def put(self, key, value, timestamp: int) -> int:
+        return self.store.put(key, value, timestamp)
 
 
 class KTableFilterSupplier:
@@ -222,6 +307,8 @@ class KTableFilterSupplier:
         self.parent, self.predicate, self.filterNot, self.queryableName = parent, predicate, filterNot, queryableName
         # "If upstream is already materialized, enable sending old values to avoid sending unnecessary tombstones"
         self.sendOldValues = parent._enableSendingOldValues(False)
+        # KIP-914: below a versioned table a change null on both sides is forwarded anyway
+        self.useVersionedSemantics = parent._isVersioned()
 
     def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
         if self.queryableName is not None:
@@ -260,12 +347,12 @@ class KTableFilterProcessor(StoreForwarder):
         oldValue = None
         if s.sendOldValues:
             oldValue = valueOrNull(self.store.get(key)) if self.store is not None else s.computeValue(key, change.oldValue)
-            if oldValue is None and newValue is None:
+            if oldValue is None and newValue is None and not s.useVersionedSemantics:
                 return  # unnecessary to forward here
         if self.store is not None:
             self._putAndForward(record, newValue, oldValue)
         else:
-            self.context().forward(record.withValue(Change(newValue, oldValue)))
+            self.context().forward(record.withValue(Change(newValue, oldValue, change.isLatest)))
 
 
 class KTableMapValuesSupplier:
@@ -318,4 +405,4 @@ class KTableMapValuesProcessor(StoreForwarder):
         if self.store is not None:
             self._putAndForward(record, newValue, oldValue)
         else:
-            self.context().forward(record.withValue(Change(newValue, oldValue)))
+            self.context().forward(record.withValue(Change(newValue, oldValue, change.isLatest)))

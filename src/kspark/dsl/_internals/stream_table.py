@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import bisect
+
 from ...processor import ContextualProcessor, Record
+from ...serialization import Serde
+from ...state import StoreBuilder
+from ...state._stores import KeyValueBytesStoreSupplier, _StoreBase
 from .common import dropped
 
 
@@ -12,12 +17,18 @@ class KStreamKTableJoin(ContextualProcessor):
 
     Rules J-1..J-4: only stream records produce output; a null key or null value is dropped
     and counted, except a null key with a non-null value in a left join; the output keeps the
-    stream record's key and timestamp.
+    stream record's key and timestamp. A versioned table (KIP-914) is read as of the stream
+    record's timestamp. With a grace period (``bufferName``, KIP-923) a record is held in a
+    ``StreamTableJoinBuffer`` until stream time has passed its timestamp by the grace period, then
+    joined (with its own record metadata and headers); a record already older than that is joined
+    at once.
     """
 
-    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool, valueGetter=None) -> None:
+    def __init__(self, storeName: str, joiner, withKey: bool, leftJoin: bool, valueGetter=None,
+                 bufferName: str | None = None) -> None:
         self.storeName, self.joiner, self.withKey, self.leftJoin = storeName, joiner, withKey, leftJoin
         self.valueGetter = valueGetter  # a KTable value getter (ktable.py) instead of the store
+        self.bufferName = bufferName
 
     def init(self, context) -> None:
         super().init(context)
@@ -26,17 +37,112 @@ class KStreamKTableJoin(ContextualProcessor):
             self.store = self.valueGetter
         else:
             self.store = context.getStateStore(self.storeName)
+        isVersioned = getattr(self.store, "isVersioned", None)
+        self.versioned = isVersioned is not None and isVersioned()
+        self.buffer = None
+        if self.bufferName is not None:
+            if not self.versioned:
+                raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
+            self.buffer = context.getStateStore(self.bufferName)
 
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
         if not (self.leftJoin and key is None and value is not None) and (key is None or value is None):
             dropped(self.context(), "null join key or value", "Skipping record due to null join key or value.")
             return
-        found = None if key is None else self.store.get(key)
+        buffer = self.buffer
+        if buffer is None or not buffer.put(record, self.context().recordMetadata()):
+            self._join(record)
+            return
+        context = self.context()
+        current = getattr(context, "metadata", None)
+        try:
+            for buffered, meta in buffer.evict():
+                context.metadata = meta  # Kafka: the buffered record's own record context
+                self._join(buffered)
+        finally:
+            context.metadata = current
+
+    def _join(self, record: Record) -> None:
+        key, value = record.key(), record.value()
+        if key is None:
+            found = None
+        else:
+            found = self.store.getAsOf(key, record.timestamp()) if self.versioned else self.store.get(key)
         tableValue = None if found is None else found.value
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+
+class StreamTableJoinBuffer(_StoreBase):
+    """The grace-period buffer of a stream-table join (Kafka ``RocksDBTimeOrderedKeyValueBuffer``,
+    store ``<join name>-Buffer``): records ordered by timestamp, then serialized key and a
+    31-bit sequence number (Kafka's time-first store key). ``put`` refuses a record older than the
+    largest timestamp buffered so far minus the grace period; ``evict`` removes and returns the
+    records at or before that bound. Kept in the task checkpoint. A null key (a left join's) raises
+    ``TypeError('key cannot be null')``, Kafka's ``NullPointerException``: Kafka 4.3 fails the task
+    there."""
+
+    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, graceMs: int) -> None:
+        super().__init__(name, keySerde, valueSerde, True)
+        self.graceMs = graceMs
+        self._entries: list = []  # (timestamp, key bytes + seqnum, key, stored value, headers, metadata)
+        self._observed = -1  # the store's observedStreamTime, ConsumerRecord.NO_TIMESTAMP
+        self._seqnum = 0
+
+    def snapshot(self) -> dict:
+        return {"entries": self._entries, "observed": self._observed, "seqnum": self._seqnum}
+
+    def restore(self, data: dict) -> None:
+        self._entries, self._observed, self._seqnum = data["entries"], data["observed"], data["seqnum"]
+
+    def mergeSnapshot(self, data: dict) -> None:
+        self._entries = sorted(self._entries + data["entries"], key=lambda e: e[:2])
+        self._observed = max(self._observed, data["observed"])
+
+    def numRecords(self) -> int:
+        return len(self._entries)
+
+    def put(self, record: Record, meta) -> bool:
+        timestamp = record.timestamp()
+        if record.key() is None:  # a left join's null-key record (Kafka's serializer NPE in the buffer)
+            raise TypeError("key cannot be null")
+        if self._observed - self.graceMs > timestamp:
+            return False
+        self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
+        key = record.key()
+        order = self._keyBytes(key) + self._seqnum.to_bytes(4, "big")
+        entry = (timestamp, order, key, self._freeze(record.value()), tuple(record.headers()), meta)
+        bisect.insort(self._entries, entry, key=lambda e: e[:2])
+        self._observed = max(self._observed, timestamp)
+        return True
+
+    def evict(self) -> list:
+        """``(Record, metadata)`` of the buffered records with timestamp <= observed - grace, in order."""
+        bound = self._observed - self.graceMs
+        entries = self._entries
+        n = bisect.bisect_right(entries, bound, key=lambda e: e[0])
+        if not n:
+            return []
+        out, self._entries = entries[:n], entries[n:]
+        return [(Record(key, self._thaw(value), ts, headers), meta) for ts, _, key, value, headers, meta in out]
+
+
+class StreamTableJoinBufferBuilder(StoreBuilder):
+    """Kafka ``RocksDBTimeOrderedKeyValueBuffer.Builder``: serdes unset fall back to the defaults."""
+
+    def __init__(self, name: str, keySerde: Serde | None, valueSerde: Serde | None, graceMs: int) -> None:
+        super().__init__(KeyValueBytesStoreSupplier(name, persistent=True), keySerde, valueSerde)
+        self.graceMs = graceMs
+
+    def build(self, defaultKeySerde: Serde | None = None, defaultValueSerde: Serde | None = None):
+        if defaultKeySerde is None or defaultValueSerde is None:
+            from ...serialization import Serdes
+
+            defaultKeySerde, defaultValueSerde = defaultKeySerde or Serdes.String(), defaultValueSerde or Serdes.JSON()
+        return StreamTableJoinBuffer(self.name(), self._keySerde or defaultKeySerde,
+                                     self._valueSerde or defaultValueSerde, self.graceMs)
 
 
 class KStreamGlobalKTableJoin(ContextualProcessor):

@@ -4,10 +4,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
 from .common import Change, dropped
 from .ktable import UNKNOWN, ValueGetterSupplier, StoreForwarder, materializedView, valueOrNull
+
+log = logging.getLogger("kspark.dsl")
 
 
 # ---------------------------------------------------------------------------- KTable-KTable join
@@ -35,6 +39,8 @@ class KTableKTableJoinSupplier:
         self.view1 = table1._valueGetterSupplier()
         self.view2 = table2._valueGetterSupplier()
         self.sendOldValues = False
+        # KIP-914: an out-of-order update of a versioned table1 is dropped (and counted)
+        self.useVersionedSemantics = table1._isVersioned()
 
     def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
         self.table1._enableSendingOldValues(True)  # table-table joins require upstream materialization
@@ -60,6 +66,12 @@ class _JoinGetter:
     def init(self, context) -> None:
         self.g1.init(context)
         self.g2.init(context)
+
+    def isVersioned(self) -> bool:
+        return False  # KIP-914: a join of versioned tables is not versioned
+
+    def getAsOf(self, key, asOfTimestamp: int):
+        raise NotImplementedError("get(key, timestamp) is only supported for versioned stores")
 
     def get(self, key):
         kind = self.kind
@@ -104,6 +116,11 @@ class KTableKTableJoinProcessor(ContextualProcessor):
         if key is None:
             dropped(self.context(), "null key", "Skipping record due to null key.")
             return
+        if s.useVersionedSemantics and not change.isLatest:
+            log.info("Skipping out-of-order record from versioned table while performing table-table join.")
+            context = self.context()
+            context.metrics().recordDropped(context.taskId(), context.currentNode.name, "out-of-order versioned record")
+            return
         other = self.getter.get(key)
         otherValue = valueOrNull(other)
         joiner, kind = s.joiner, s.kind
@@ -145,7 +162,7 @@ class KTableKTableJoinProcessor(ContextualProcessor):
                 newValue = joiner(change.newValue, otherValue)
             if s.sendOldValues and (otherValue is not None or change.oldValue is not None):
                 oldValue = joiner(change.oldValue, otherValue)
-        self.context().forward(record.withValue(Change(newValue, oldValue)).withTimestamp(ts))
+        self.context().forward(record.withValue(Change(newValue, oldValue, change.isLatest)).withTimestamp(ts))
 
 
 class KTableKTableJoinMergerSupplier:
@@ -184,4 +201,4 @@ class KTableKTableJoinMergeProcessor(StoreForwarder):
         elif self.supplier.sendOldValues:
             self.context().forward(record)
         else:
-            self.context().forward(record.withValue(Change(change.newValue, None)))
+            self.context().forward(record.withValue(Change(change.newValue, None, change.isLatest)))

@@ -73,6 +73,7 @@ final class Catalogue {
         joins(m);
         failures(m);
         apiForms(m);
+        Issue20.all(m);
         return m;
     }
 

@@ -266,7 +266,17 @@ public final class Harness {
                     store = driver.getTimestampedWindowStore(name);
                     break;
                 case "session":
+                case "session-ops":
                     store = driver.getSessionStore(name);
+                    break;
+                case "versioned":
+                    store = driver.getVersionedKeyValueStore(name);
+                    break;
+                case "kv-ops":
+                    store = driver.getKeyValueStore(name);
+                    break;
+                case "window-ops":
+                    store = driver.getWindowStore(name);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown store kind " + kind);
@@ -274,7 +284,9 @@ public final class Harness {
             if (store == null) {
                 return missing();
             }
-            if (store instanceof org.apache.kafka.streams.state.SessionStore) {
+            if (kind.endsWith("-ops") || kind.equals("versioned")) {
+                Queries.dump(kind, store, spec, rows);
+            } else if (store instanceof org.apache.kafka.streams.state.SessionStore) {
                 for (final JsonNode key : spec.path("probe")) {
                     addAll(rows, ((org.apache.kafka.streams.state.SessionStore<Object, ?>) store).fetch(key.asText()));
                 }
@@ -297,7 +309,7 @@ public final class Harness {
         return node;
     }
 
-    private static <K, V> void addAll(final ArrayNode rows, final KeyValueIterator<K, V> it) {
+    static <K, V> void addAll(final ArrayNode rows, final KeyValueIterator<K, V> it) {
         try (it) {
             while (it.hasNext()) {
                 final KeyValue<K, V> kv = it.next();
