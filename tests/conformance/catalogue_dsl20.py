@@ -12,7 +12,7 @@ from kspark import (
     StreamJoined, Stores, Suppressed, TableJoined, TimeWindows,
 )
 
-from .catalogue import (F6, F7, F14, LONGS, STREAM, STREAM_TABLE, STREAM_VALUES, TABLE, TABLE_LEADING, TWO_STREAMS, TWO_TABLES,
+from .catalogue import (LONGS, STREAM, STREAM_TABLE, STREAM_VALUES, TABLE, TABLE_LEADING, TWO_STREAMS, TWO_TABLES,
                         TWO_TABLES_LEADING, orDash, scenario, wk)
 
 
@@ -134,7 +134,7 @@ def _(b, p):
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("sliding.count.suppress", F, xfailDescribe=F14, **SLW)
+@scenario("sliding.count.suppress", F, **SLW)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ms(500), ms(200)))
      .count(Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -188,7 +188,7 @@ def _(b, p):
      .aggregate(lambda: "").toStream().map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("cogroup.windowed.session", F, xfail={"nocache": F7}, **COG)
+@scenario("cogroup.windowed.session", F, **COG)
 def _(b, p):
     (_cogrouped(b).windowedBy(SessionWindows.ofInactivityGapAndGrace(ms(500), ms(300)))
      .aggregate(lambda: "", lambda k, a1, a2: a1 + "|" + a2, Materialized.as_("cs"))
@@ -205,13 +205,13 @@ def fk(v):
     return v[0:1]
 
 
-@scenario("fk.join", F, xfail={"cache": F6}, **FK)
+@scenario("fk.join", F, **FK)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + c).toStream().to("out")
 
 
-@scenario("fk.leftJoin", F, xfail={"cache": F6}, **FK)
+@scenario("fk.leftJoin", F, **FK)
 def _(b, p):
     left = b.table("in1")
     left.leftJoin(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + orDash(c)).toStream().to("out")
@@ -223,47 +223,47 @@ def _(b, p):
     left.join(b.table("in2"), lambda k, v: "x" if k == "a" else fk(v), lambda a, c: a + "|" + c).toStream().to("out")
 
 
-@scenario("fk.join.materialized", F, xfail={"cache": F6}, stores=FK_STORE, **FK)
+@scenario("fk.join.materialized", F, stores=FK_STORE, **FK)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + c, Materialized.as_("fk")).toStream().to("out")
 
 
-@scenario("fk.leftJoin.tableJoined.materialized", F, xfail={"cache": F6}, stores=FK_STORE, **FK)
+@scenario("fk.leftJoin.tableJoined.materialized", F, stores=FK_STORE, **FK)
 def _(b, p):
     left = b.table("in1")
     left.leftJoin(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + orDash(c), TableJoined.as_("fkj"),
                   Materialized.as_("fk")).toStream().to("out")
 
 
-@scenario("fk.join.tableJoined", F, xfail={"cache": F6}, **FK)
+@scenario("fk.join.tableJoined", F, **FK)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + c, TableJoined.as_("fkj")).toStream().to("out")
 
 
-@scenario("fk.join.nullForeignKey", F, xfail={"cache": F6}, **FK)
+@scenario("fk.join.nullForeignKey", F, **FK)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda v: None if v.startswith("x") else fk(v), lambda a, c: a + "|" + c) \
         .toStream().to("out")
 
 
-@scenario("fk.leftJoin.nullForeignKey", F, xfail={"cache": F6}, **FK)
+@scenario("fk.leftJoin.nullForeignKey", F, **FK)
 def _(b, p):
     left = b.table("in1")
     left.leftJoin(b.table("in2"), lambda v: None if v.startswith("x") else fk(v), lambda a, c: a + "|" + orDash(c)) \
         .toStream().to("out")
 
 
-@scenario("fk.join.chained", F, xfail={"cache": F6}, stores=FK_STORE, **FK)
+@scenario("fk.join.chained", F, stores=FK_STORE, **FK)
 def _(b, p):
     left = b.table("in1")
     fkJoined = left.join(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + c, Materialized.as_("fk"))
     left.join(fkJoined, lambda a, j: a + "=" + j).toStream().to("out")
 
 
-@scenario("fk.join.mapValuesLeft", F, xfail={"cache": F6}, **FK)
+@scenario("fk.join.mapValuesLeft", F, **FK)
 def _(b, p):
     left = b.table("in1").mapValues(lambda v: v + "!")
     left.join(b.table("in2"), lambda v: fk(v), lambda a, c: a + "|" + c).toStream().to("out")
@@ -393,7 +393,7 @@ def _(b, p):
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("stores.session.count", F, xfail={"nocache": F7}, cached=True,
+@scenario("stores.session.count", F, cached=True,
           stores=({"name": "ss", "kind": "session-ops", "probe": list("abd"), "from": 1000, "to": 6000},))
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(ms(500), ms(300)))
