@@ -479,6 +479,39 @@ def batchMarker(checkpointId: str, batchId: int) -> str:
     return f"{_MARK}:{checkpointId}:{batchId}"
 
 
+def _bounded(call: Callable[[], object], timeoutS: float, what: str):
+    """``call()`` (a blocking librdkafka transaction call given its own timeout) in a helper
+    thread, given up after ``timeoutS`` seconds with a retriable ``KafkaException(_TIMED_OUT)``.
+
+    librdkafka's ``send_offsets_to_transaction`` can block past its timeout, forever, when the
+    group coordinator went away and came back (a broker restart: librdkafka issues #5456 and
+    #5511); kspark's broker-outage test hung on it. The writer then drops that producer (its
+    thread stays blocked in C), and the next attempt's producer fences it with
+    ``init_transactions``.
+    """
+    import threading
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run, name=f"kspark-{what}", daemon=True)
+    thread.start()
+    thread.join(timeoutS)
+    if thread.is_alive():
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{what} did not return within {timeoutS:g} s",
+                                        retriable=True))
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
 def _committedBatch(metadata: str | None, checkpointId: str) -> int | None:
     parts = (metadata or "").split(":")
     if len(parts) == 3 and parts[0] == _MARK and parts[1] == checkpointId and parts[2].isdigit():
@@ -547,10 +580,12 @@ class KafkaSinkWriter:
                     return 0
                 producer.begin_transaction()
                 if offsets:
-                    producer.send_offsets_to_transaction(offsets, self._groupMetadata(), _TIMEOUT_S)
+                    metadata = self._groupMetadata()
+                    _bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, _TIMEOUT_S),
+                             _TIMEOUT_S * 1.2, "send_offsets_to_transaction")
                 written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
                               for t, p, table in parts)
-                producer.commit_transaction(_TIMEOUT_S * 4)
+                _bounded(lambda: producer.commit_transaction(_TIMEOUT_S * 4), _TIMEOUT_S * 4.8, "commit_transaction")
                 if errors:  # not expected after a successful commit, but never silently
                     raise _sinkError(transactionalId, errors[0])
                 return written
