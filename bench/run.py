@@ -42,8 +42,7 @@ Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (pr
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
-as many rows per trigger). The default run takes about 2 minutes on a quiet 2-core machine; ``--scaling``
-and ``--cores`` about 5 more.
+as many rows per trigger). See bench/README.md for the run times.
 """
 
 from __future__ import annotations
@@ -819,7 +818,7 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
     parser.add_argument("--p3-records", type=int, default=200_000, help="P3 and Bytewax input records")
     parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
-    parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2",
+    parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2,p4",
                         help="comma-separated subset")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
     parser.add_argument("--p4-trigger", default="100 milliseconds",
