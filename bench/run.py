@@ -320,6 +320,67 @@ def nexmarkQ3(events) -> dict:
     return _report("Q3 Nexmark-shape auctions x persons KStream-KTable join, TopologyTestDriver", measured(run, tree=False), 1)
 
 
+def _nexmarkDriverRun(name: str, topology, inputs, sink: str):
+    """``inputs``: (topic, key, value, ts) merged by time, piped one by one (String serdes)."""
+    from kspark import Serdes
+    from kspark.testing import TopologyTestDriver
+
+    def run():
+        config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String(),
+                  "statestore.cache.max.bytes": 0}
+        with TopologyTestDriver(topology, config) as d:
+            topics = {t: d.createInputTopic(t) for t in {r[0] for r in inputs}}
+            for topic, key, value, ts in inputs:
+                topics[topic].pipeInput(key, value, ts)
+            return len(inputs), {"updates_emitted": d.createOutputTopic(sink).getQueueSize()}
+
+    return _report(name, measured(run, tree=False), 1)
+
+
+def _bidsAndAuctions(events) -> list:
+    """Bids and auctions keyed by auction id (str), value a short str, merged by time."""
+    return sorted([("bids", str(a), str(price), ts) for a, _, price, ts in events["bids"]]
+                  + [("auctions", str(a), str(seller), ts) for a, seller, _, ts in events["auctions"]], key=lambda r: r[3])
+
+
+def streamJoinBench(events) -> dict:
+    """Issue 20: bids leftJoin auctions by auction id within 1 s (grace 100 ms): the two window
+    stores and the outer-join store, record at a time."""
+    from kspark import JoinWindows, StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.stream("bids").leftJoin(b.stream("auctions"), lambda bid, seller: f"{bid}:{seller}",
+                               JoinWindows.ofTimeDifferenceAndGrace(timedelta(seconds=1), timedelta(milliseconds=100)))
+     .to("joined"))
+    return _nexmarkDriverRun("SSJ Nexmark bids leftJoin auctions (1 s window), KStream-KStream join, TopologyTestDriver",
+                             b.build(), _bidsAndAuctions(events), "joined")
+
+
+def slidingBench(events) -> dict:
+    """Issue 20: bids per auction in 10 s sliding windows (every update emitted), record at a time."""
+    from kspark import Materialized, Serdes, SlidingWindows, StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.stream("bids").groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(timedelta(seconds=10)))
+     .count(Materialized.with_(Serdes.String(), Serdes.Long())).toStream().mapValues(str).to("counts"))
+    bids = [r for r in _bidsAndAuctions(events) if r[0] == "bids"]
+    return _nexmarkDriverRun("SLW Nexmark bids per auction in 10 s sliding windows, TopologyTestDriver", b.build(),
+                             bids, "counts")
+
+
+def cogroupBench(events) -> dict:
+    """Issue 20: bids and auctions cogrouped per auction id into one 10 s tumbling-window aggregate."""
+    from kspark import Materialized, Serdes, StreamsBuilder, TimeWindows
+
+    b = StreamsBuilder()
+    (b.stream("bids").groupByKey().cogroup(lambda k, v, agg: agg + 1)
+     .cogroup(b.stream("auctions").groupByKey(), lambda k, v, agg: agg + 1000)
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(seconds=10)))
+     .aggregate(lambda: 0, Materialized.with_(Serdes.String(), Serdes.Long())).toStream().mapValues(str).to("activity"))
+    return _nexmarkDriverRun("COG Nexmark bids+auctions cogrouped per auction, 10 s windows, TopologyTestDriver",
+                             b.build(), _bidsAndAuctions(events), "activity")
+
+
 # ---------------------------------------------------------------------- Spark benchmarks
 def p1(df, work: Path, spark, cores: int, label: str = "", broker=None) -> dict:
     """P1: kspark's session count on Spark over local topics, or over Kafka topics of ``broker``
@@ -451,7 +512,8 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
     parser.add_argument("--p3-records", type=int, default=200_000, help="P3 and Bytewax input records")
     parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
-    parser.add_argument("--only", default="p3,bytewax,nexmark,p1-native,p1,p1-kafka,p2", help="comma-separated subset")
+    parser.add_argument("--only", default="p3,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2",
+                        help="comma-separated subset")
     parser.add_argument("--scaling", action="store_true", help="add P1 at 1M, 3M, 10M records (local[2])")
     parser.add_argument("--cores", action="store_true", help="add P1 at --records on local[1] and local[2]")
     parser.add_argument("--batch-records", type=int, default=BATCH_RECORDS,
@@ -475,10 +537,15 @@ def main(argv=None) -> int:
             p3Tumbling(df)
         if "bytewax" in only:
             p3Bytewax(df)
-    if "nexmark" in only:
+    if only & {"nexmark", "dsl20"}:
         events = inputs.nexmark(args.nexmark_records)
-        nexmarkQ11(events)
-        nexmarkQ3(events)
+        if "nexmark" in only:
+            nexmarkQ11(events)
+            nexmarkQ3(events)
+        if "dsl20" in only:
+            streamJoinBench(events)
+            slidingBench(events)
+            cogroupBench(events)
     sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)

@@ -8,8 +8,10 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
-    Change, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamsBuilder,
-    SessionWindow, SessionWindowedKStream, SessionWindows, TimeWindow, TimeWindowedKStream, TimeWindows, Window,
+    Change, CogroupedKStream, Consumed, EmitStrategy, Suppressed, GlobalKTable, Grouped, Joined, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Produced, Repartitioned, StreamJoined, StreamsBuilder,
+    SessionWindow, SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows,
+    SlidingWindowedCogroupedKStream, SlidingWindowedKStream, SlidingWindows, TimeWindow, TimeWindowedCogroupedKStream,
+    TimeWindowedKStream, TimeWindows, Window,
     Windowed, WindowedSerdes, Windows,
 )
 from .errors import (
@@ -65,15 +67,15 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "KGroupedStream", "KGroupedTable",
+        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "CogroupedKStream", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
         "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
         "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",
         "LogAndFailProcessingExceptionHandler", "ProcessingExceptionHandler", "ProcessingHandlerResponse",
         "KStream", "KTable", "KafkaStreams", "KeyValue", "KeyValueStore", "LogAndSkipOnInvalidTimestamp",
         "Materialized", "MissingSourceTopicException", "Named", "Processor", "ProcessorContext", "Produced", "PunctuationType", "Record", "RecordMetadata",
-        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedKStream", "SessionStore", "SessionWindows", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
-        "TaskAssignmentException", "TimeWindow", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
+        "Repartitioned", "Serde", "Serdes", "SessionWindow", "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionStore", "SessionWindows", "SlidingWindowedCogroupedKStream", "SlidingWindowedKStream", "SlidingWindows", "StreamJoined", "StreamsBuilder", "StreamsConfig", "StreamsException", "Stores", "Suppressed",
+        "TaskAssignmentException", "TimeWindow", "TimeWindowedCogroupedKStream", "TimeWindowedKStream", "TimeWindows", "TimestampExtractor", "Topology", "TopologyException",
         "UsePartitionTimeOnInvalidTimestamp", "ValueAndTimestamp", "WallclockTimestampExtractor", "Window", "WindowStore",
         "Windowed", "WindowedSerdes", "Windows",
     ],

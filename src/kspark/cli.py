@@ -198,7 +198,7 @@ def _run(topology, config: dict[str, str], picture: str | None) -> int:
     if picture:
         print(f"wrote {topology.describe().render(picture, streams.metrics())}")
     if stop.is_set():
-        print(f"stopped (Ctrl-C): the checkpoint in {streams._stateDir} is intact; the same command resumes the run",
+        print(f"stopped (Ctrl-C): the checkpoint in {streams._stateDir().uri} is intact; the same command resumes the run",
               flush=True)
         return 130
     return 0

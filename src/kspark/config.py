@@ -33,6 +33,8 @@ _log = logging.getLogger("kspark.config")
 
 _REQUIRED = "<required>"  # _config_keys_kafka's mark of a key without default
 EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
+# Kafka's internal interval between the outer-join store's emits of non-joined records (KIP-633)
+EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 
 # Kafka's client prefixes -> the client whose keys may follow (StreamsConfig.*_PREFIX)
 _CLIENT_PREFIXES = {
@@ -61,6 +63,7 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     # details back: Spark's INFO logs and everything its JVM prints
     "kspark.verbose": ("BOOLEAN", False, None),
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: ("LONG", 0, ("range", 0, None)),
+    EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: ("LONG", 0, ("range", 0, None)),
 }
 # kspark's own defaults and checks for Kafka keys
 _STREAMS_OVERRIDES: dict[str, tuple] = {
@@ -125,6 +128,9 @@ _IGNORED = {
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: "kspark checks for closed windows after every record on both "
                                                     "hosts (interval 0, TopologyTestDriver's value), so both give "
                                                     "the same records at any wall-clock speed",
+    EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: "kspark emits the outer-join store's non-joined "
+                                                               "records after every record on both hosts (interval 0, "
+                                                               "TopologyTestDriver's value)",
 }
 # Keys whose effect kspark cannot give: any value but Kafka's default is refused.
 _UNSUPPORTED = {
@@ -621,6 +627,7 @@ class StreamsConfig:
     AT_LEAST_ONCE = "at_least_once"
     EXACTLY_ONCE_V2 = "exactly_once_v2"
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION
+    EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX = EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX
     """Kafka's internal ``StreamsConfig.InternalConfig`` key; accepted, kspark always uses 0."""
 
     CLIENT_KINDS = ("consumer", "global.consumer", "producer", "admin")
@@ -694,10 +701,12 @@ class StreamsConfig:
             target = _ALIASES.get(key, key)
             if key in _ALIASES:
                 _log.warning("Configuration '%s' is deprecated. Please use '%s' instead.", key, target)
-            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None:
+            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None or target in (
+                    "auto.offset.reset", "consumer.auto.offset.reset", "main.consumer.auto.offset.reset"):  # local topics too
                 continue
             value = self._values.get(target)
-            if target == EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION and value == 0:
+            if target in (EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
+                          EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX) and value == 0:
                 continue
             if target == "topology.optimization" and value == "none":
                 continue

@@ -106,6 +106,28 @@ class _FloatSerde(_StructSerde):
     name, fmt, types = "Float", ">f", (int, float)
 
 
+class _ShortSerde(_StructSerde):
+    name, fmt = "Short", ">h"
+
+
+class _BooleanSerde(Serde):
+    name = "Boolean"
+
+    def serialize(self, topic, data):
+        if data is None:
+            return None
+        if not isinstance(data, bool):
+            raise self._incompatible(topic, data, "bool")
+        return b"\x01" if data else b"\x00"
+
+    def deserialize(self, topic, data):
+        if data is None:
+            return None
+        if len(data) != 1:
+            raise SerializationException(f"Size of data received by {self!r} is not 1")
+        return data[0] == 1  # Kafka BooleanDeserializer: any byte but 1 is false
+
+
 class _VoidSerde(Serde):
     name = "Void"
 
@@ -245,12 +267,13 @@ class _PickleSerde(Serde):
 class Serdes:
     """Factory of the built-in serdes (Kafka ``Serdes``).
 
-    ``String`` (UTF-8), ``Long`` (8-byte big-endian), ``Integer`` (4-byte big-endian), ``Double``
-    and ``Float`` (IEEE 754 big-endian, 8 and 4 bytes), ``ByteArray``, ``UUID`` (the UUID's text
-    form in UTF-8) and ``Void`` (only null) are byte-compatible with Kafka's. ``JSON`` (UTF-8
-    JSON of dicts, lists, str, numbers, bool) and ``Pickle`` (any picklable Python object) are
-    kspark's additions for Python values. ``serdeFrom`` builds a serde from a serializer and a
-    deserializer, or picks the built-in one for a Python type.
+    ``String`` (UTF-8), ``Long``, ``Integer`` and ``Short`` (8, 4 and 2-byte big-endian), ``Double``
+    and ``Float`` (IEEE 754 big-endian, 8 and 4 bytes), ``Boolean`` (one byte, 1 = true),
+    ``ByteArray``, ``UUID`` (the UUID's text form in UTF-8) and ``Void`` (only null) are
+    byte-compatible with Kafka's. ``JSON`` (UTF-8 JSON of dicts, lists, str, numbers, bool) and
+    ``Pickle`` (any picklable Python object) are kspark's additions for Python values.
+    ``serdeFrom`` builds a serde from a serializer and a deserializer, or picks the built-in one
+    for a Python type.
     """
 
     @staticmethod
@@ -286,6 +309,17 @@ class Serdes:
         return _FloatSerde()
 
     @staticmethod
+    def Short() -> Serde:
+        """``int`` values in -32768..32767 as 2 bytes big-endian (Kafka ``Serdes.Short()``)."""
+        return _ShortSerde()
+
+    @staticmethod
+    def Boolean() -> Serde:
+        """``bool`` values as one byte, 1 or 0 (Kafka ``Serdes.Boolean()``; reading, any byte but 1
+        is false, as Kafka's ``BooleanDeserializer`` reads it)."""
+        return _BooleanSerde()
+
+    @staticmethod
     def UUID() -> Serde:
         """``uuid.UUID`` values as their 36-character text (Kafka ``Serdes.UUID()``)."""
         return _UUIDSerde()
@@ -300,7 +334,7 @@ class Serdes:
         """Kafka ``Serdes.serdeFrom``: ``serdeFrom(serializer, deserializer)`` (objects with
         ``serialize(topic, data)`` / ``deserialize(topic, data)``, or such functions), or
         ``serdeFrom(type)``: the built-in serde of ``str``, ``int`` (Long), ``float`` (Double),
-        ``bytes``, ``uuid.UUID`` or ``type(None)`` (Void).
+        ``bytes``, ``bool``, ``uuid.UUID`` or ``type(None)`` (Void).
 
         Raises
         ------
@@ -310,11 +344,11 @@ class Serdes:
             For a type without a built-in serde (Kafka: ``IllegalArgumentException``).
         """
         if deserializer is None and isinstance(serializerOrType, type):
-            serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde,
+            serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde, bool: _BooleanSerde,
                      _uuid.UUID: _UUIDSerde, type(None): _VoidSerde}.get(serializerOrType)
             if serde is None:
                 raise ValueError(f"Unknown class for built-in serializer: {serializerOrType.__name__}. Supported types "
-                                 "are: str, int, float, bytes, uuid.UUID, NoneType")
+                                 "are: str, int, float, bytes, bool, uuid.UUID, NoneType")
             return serde()
         serialize = getattr(serializerOrType, "serialize", serializerOrType)
         deserialize = getattr(deserializer, "deserialize", deserializer)

@@ -22,11 +22,9 @@ Store keys and values are rendered by ``canon`` (Java: ``Harness.canon``).
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -44,46 +42,19 @@ class HarnessError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------- Java side
-def _javac(java: str) -> str:
-    sibling = Path(java).with_name("javac")
-    javac = str(sibling) if sibling.exists() else shutil.which("javac")
-    if not javac:
-        raise HarnessError(f"No javac next to {java} or on the PATH: the conformance harness needs a JDK 17.")
-    return javac
-
-
 def buildJavaHarness() -> tuple[str, str]:
     """Compile ``java/`` against the jars of ``make jvm`` (once per source version: the classes
     are cached under ``~/.cache/kspark/conformance/classes-<hash>``, outside git).
 
     Returns the java executable and the class path. Raises ``JvmArtifactsMissing`` (no jars: run
-    ``make jvm``) or ``HarnessError`` (no JDK, or the sources do not compile).
+    ``make jvm``; no JDK) or ``HarnessError`` (the sources do not compile).
     """
-    from kspark.testing._jvm import javaExecutable, jvmClasspath, jvmLibDir
+    from kspark.testing._jvm import JavaCompileError, compileJava, javaExecutable
 
-    classpath, java = jvmClasspath(), javaExecutable()
-    sources = sorted(JAVA_SOURCES.rglob("*.java"))
-    digest = hashlib.sha256()
-    for path in sources:
-        digest.update(path.relative_to(JAVA_SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
-    for jar in sorted(p.name for p in jvmLibDir().glob("*.jar")):
-        digest.update(jar.encode())
-    classes = CACHE_DIR / f"classes-{digest.hexdigest()[:16]}"
-    if not (classes / ".complete").exists():
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix="classes-", dir=CACHE_DIR))
-        result = subprocess.run(
-            [_javac(java), "-encoding", "UTF-8", "--release", "17", "-nowarn", "-d", str(staging), "-cp", classpath,
-             *map(str, sources)], capture_output=True, text=True)
-        if result.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise HarnessError(f"javac failed on {JAVA_SOURCES}:\n{result.stdout}{result.stderr}")
-        (staging / ".complete").touch()
-        try:
-            staging.rename(classes)
-        except OSError:  # built by a concurrent run in the meantime: use theirs
-            shutil.rmtree(staging, ignore_errors=True)
-    return java, f"{classes}{os.pathsep}{classpath}"
+    try:
+        return javaExecutable(), compileJava(JAVA_SOURCES, CACHE_DIR)
+    except JavaCompileError as e:
+        raise HarnessError(str(e)) from e
 
 
 def runKafka(requests: list[dict]) -> dict[str, dict]:

@@ -2,9 +2,7 @@
 from the checkpoint; stop the broker mid-run. With exactly_once_v2 the output read
 read_committed is exactly an uninterrupted run's; with at_least_once nothing is lost."""
 
-import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from _kafka_crash_runner import topology
+from _processes import killRun
 from kspark.runtime.partitioner import partitionForKey
 from kspark.serialization import Serdes
 from kspark.testing import TopologyTestDriver
@@ -75,25 +74,12 @@ def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
         try:
             proc.wait(timeout=rng.uniform(8, 22))  # start-up ~8 s, an uninterrupted run ~35 s
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
             killed += 1
-        proc.wait()
-        _awaitGone(proc.pid)
     final = runner(broker, stateDir, guarantee)
     _, err = final.communicate(timeout=600)
     assert final.returncode == 0, err.decode()[-3000:]
     return killed
-
-
-def _awaitGone(pgid: int) -> None:
-    """Wait until every process of the killed run's group (JVM, Python workers) is gone."""
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
 
 
 def test_exactly_once_v2_survives_sigkill_at_random_points(kafkaBroker, tmp_path, expected):

@@ -151,21 +151,27 @@ def test_unreachable_bootstrap_servers_fail_with_a_clear_error_within_the_timeou
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = StreamsConfig({"bootstrap.servers": f"127.0.0.1:{port}", "admin.default.api.timeout.ms": 3000})
+    from kspark import KafkaStreams, StreamsBuilder
+
+    b = StreamsBuilder()
+    b.stream("in").to("out")
+    config = StreamsConfig({"application.id": "unreachable", "bootstrap.servers": f"127.0.0.1:{port}",
+                            "admin.default.api.timeout.ms": 3000})  # the default is 30 s
     started = time.monotonic()
     with pytest.raises(StreamsException, match=rf"The Kafka cluster at bootstrap.servers=127.0.0.1:{port} did not answer "
                                                r"within 3 s"):
-        openTopics(config).partitionsFor("anything")
+        KafkaStreams(b.build(), config).start()  # before Spark starts
     assert time.monotonic() - started < 10
 
 
-def test_java_only_client_keys_are_dropped_and_sasl_jaas_credentials_mapped():
+def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_credentials_mapped():
     from kspark.topics._kafka import librdkafkaConfig
 
-    conf = librdkafkaConfig({"bootstrap.servers": "127.0.0.1:1", "max.poll.records": "5",
+    conf = librdkafkaConfig({"bootstrap.servers": "127.0.0.1:1", "max.poll.records": "5", "fetch.max.wait.ms": "50",
                              "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                              "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
                                                  'username="alice" password="s3cret";'}, "consumer")
-    assert conf == {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+    assert conf == {"bootstrap.servers": "127.0.0.1:1", "fetch.wait.max.ms": "50",
+                    "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                     "sasl.username": "alice", "sasl.password": "s3cret"}
     assert isinstance(KafkaTopics({"bootstrap.servers": "127.0.0.1:1"}), KafkaTopics)

@@ -64,7 +64,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_exactly(tmp_path):
             interruptedAt = time.time()
     assert first.wait(timeout=120) == 130, (lines, errors)
     assert time.time() - interruptedAt < 60
-    assert lines[-1] == (f"stopped (Ctrl-C): the checkpoint in {tmp_path / 'state' / APP} is intact; "
+    assert lines[-1] == (f"stopped (Ctrl-C): the checkpoint in file:{tmp_path / 'state' / APP} is intact; "
                          "the same command resumes the run")
     firstReads = summaryReads(lines[:-1])
     assert 0 < firstReads["prices"] < PRICE_ROWS  # stopped in the middle of the run

@@ -6,6 +6,7 @@ import os
 import pyarrow as pa
 import pytest
 
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
@@ -52,16 +53,18 @@ def rows(partition, first, count):
     )
 
 
-def copyInToOut(spark, root, checkpoint, metricsDir):
-    """Copy topic ``in`` to ``out`` partition by partition; each marker becomes a metrics row."""
-    source = (
+def copyInToOut(spark, root, checkpoint, source="in", maxRecords=8, options=None):
+    """Copy topic ``source`` to ``out`` partition by partition; each marker becomes a metrics row,
+    collected per batch with ``observe``. Returns ``{batch id: summed counters}`` and the query id."""
+    rows = (
         spark.readStream.format("kspark-topics")
         .option("root", root)
-        .option("topics", "in")
-        .option("maxRecordsPerTrigger", "8")
+        .option("topics", source)
+        .option("maxRecordsPerTrigger", str(maxRecords))
+        .options(**(options or {}))
         .load()
     )
-    mapped = source.selectExpr(
+    mapped = rows.selectExpr(
         "CASE WHEN offset >= 0 THEN 'out' END AS topic",
         "partition",
         "timestamp",
@@ -69,22 +72,25 @@ def copyInToOut(spark, root, checkpoint, metricsDir):
         "value",
         "headers",
         "CASE WHEN offset < 0 THEN to_json(map('markers', 1L, concat('lag_', partition), lag)) END AS metrics",
-    )
+    ).observe("m", F.collect_list("metrics").alias("metrics"))
     query = (
         mapped.writeStream.format("kspark-topics")
         .option("root", root)
         .option("producer", "p1")
-        .option("metricsDir", metricsDir)
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
-
-
-def readMetrics(metricsDir):
-    return {int(name[:-5]): json.load(open(os.path.join(metricsDir, name))) for name in sorted(os.listdir(metricsDir))}
+    metrics = {}
+    for progress in query.recentProgress:
+        total = {}
+        for text in progress.observedMetrics["m"].metrics:
+            for name, value in json.loads(text).items():
+                total[name] = total.get(name, 0) + value
+        metrics[progress.batchId] = dict(sorted(total.items()))
+    return metrics, str(query.id)
 
 
 def manifestIds(root, topic, partition):
@@ -93,7 +99,7 @@ def manifestIds(root, topic, partition):
 
 
 def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
-    root, checkpoint, metricsDir = str(tmp_path / "topics"), str(tmp_path / "checkpoint"), str(tmp_path / "metrics")
+    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
     topics = LocalTopics(root)
     topics.createTopic("in", 3)
     topics.createTopic("out", 3)
@@ -102,33 +108,95 @@ def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
     topics.append("in", 1, rows(1, 0, 4))
     topics.append("in", 2, rows(2, 0, 4))
 
-    copyInToOut(session, root, checkpoint, metricsDir)
+    metrics, queryId = copyInToOut(session, root, checkpoint)
 
     for p in range(3):
         assert topics.read("out", p, 0, 100).drop_columns("offset").to_pydict() == rows(p, 0, 4).to_pydict()
     # 8 records per trigger shared over 3 partitions: ends (3,3,2), then (4,4,4)
-    assert readMetrics(metricsDir) == {
+    assert metrics == {
         0: {"lag_0": 1, "lag_1": 1, "lag_2": 2, "markers": 3},
         1: {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3},
     }
-    assert manifestIds(root, "out", 2) == [("p1", 0, 0, 0, 2), ("p1", 1, 0, 2, 2)]
+    producer = f"p1/{queryId}"  # the query's name and its checkpoint's id
+    assert manifestIds(root, "out", 2) == [(producer, 0, 0, 0, 2), (producer, 1, 0, 2, 2)]
 
     # more input: a restart from the checkpoint copies only the new records
     topics.append("in", 1, rows(1, 4, 2))
-    copyInToOut(session, root, checkpoint, metricsDir)
+    assert copyInToOut(session, root, checkpoint)[0] == {2: {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3}}
     assert topics.endOffsets("out") == {0: 4, 1: 6, 2: 4}
     assert topics.read("out", 1, 0, 100).column("value").to_pylist() == [f"v1-{i}".encode() for i in range(6)]
-    assert readMetrics(metricsDir)[2] == {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3}
 
     # a crash after the sink committed batch 2 but before Spark recorded it: the replay appends nothing
     for name in ("2", ".2.crc"):
         os.remove(os.path.join(checkpoint, "commits", name))
-    os.remove(os.path.join(metricsDir, f"{2:020d}.json"))
-    copyInToOut(session, root, checkpoint, metricsDir)
+    copyInToOut(session, root, checkpoint)
     assert topics.endOffsets("out") == {0: 4, 1: 6, 2: 4}
-    assert manifestIds(root, "out", 1) == [("p1", 0, 0, 0, 3), ("p1", 1, 0, 3, 1), ("p1", 2, 0, 4, 2)]
-    assert readMetrics(metricsDir)[2] == {"lag_0": 0, "lag_1": 0, "lag_2": 0, "markers": 3}
-    assert all(os.listdir(topics.stagingDir("out", p)) == [] for p in range(3))
+    assert manifestIds(root, "out", 1) == [(producer, 0, 0, 0, 3), (producer, 1, 0, 3, 1), (producer, 2, 0, 4, 2)]
+    assert os.listdir(topics.stagingDir("p1")) == []
+
+
+def test_new_checkpoint_on_the_same_topics_appends_everything(session, tmp_path):
+    """Issue 22 item 1: with state.dir reset (a new checkpoint), the sink's appends of batches
+    0, 1, ... were taken for replays of the old checkpoint's and dropped (0 of 559 appended)."""
+    root = str(tmp_path / "topics")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 1)
+    topics.createTopic("out", 1)
+    topics.append("in", 0, rows(0, 0, 6))
+    copyInToOut(session, root, str(tmp_path / "checkpoint"))
+    assert topics.endOffset("out", 0) == 6
+    copyInToOut(session, root, str(tmp_path / "checkpoint-new"))
+    assert topics.endOffset("out", 0) == 12
+    assert topics.read("out", 0, 6, 12).drop_columns("offset").to_pydict() == rows(0, 0, 6).to_pydict()
+
+
+def test_staged_files_of_killed_attempts_are_removed_when_a_batch_commits(session, tmp_path):
+    """Issue 22: staging files of killed or retried writer attempts were never removed."""
+    root = str(tmp_path / "topics")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 1)
+    topics.createTopic("out", 1)
+    topics.append("in", 0, rows(0, 0, 3))
+    staging = topics.stagingDir("p1")
+    leftovers = [f"{0:020d}.old-checkpoint.a.arrow", f"{5:020d}.old-checkpoint.b.arrow"]
+    for name in leftovers:  # attempts killed in a run of another checkpoint
+        open(os.path.join(staging, name), "wb").close()
+    checkpoint = str(tmp_path / "checkpoint")
+    _, queryId = copyInToOut(session, root, checkpoint)
+    assert os.listdir(staging) == []
+    killed, later = f"{1:020d}.{queryId}.c.arrow", f"{9:020d}.{queryId}.d.arrow"
+    for name in (killed, later):  # an attempt of batch 1 that was killed; a file of a batch still to run
+        open(os.path.join(staging, name), "wb").close()
+    topics.append("in", 0, rows(0, 3, 3))
+    copyInToOut(session, root, checkpoint)  # batch 1
+    assert os.listdir(staging) == [later]
+    assert topics.endOffset("out", 0) == 6
+
+
+def test_recreated_input_topic_is_read_from_the_reset_position(session, tmp_path):
+    """Issue 22 item 2: a topic deleted and created again with 6,000 records, resumed from a
+    checkpoint that had read 3,000: only 3,000 were read, with no error and no counter. Its new
+    id tells it from the old one; auto.offset.reset (earliest) applies, with a WARNING."""
+    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 1)
+    topics.createTopic("out", 1)
+    topics.append("in", 0, rows(0, 0, 3_000))
+    copyInToOut(session, root, checkpoint, maxRecords=10_000)
+    topics.deleteTopic("in")
+    topics.createTopic("in", 1)
+    topics.append("in", 0, rows(0, 10_000, 6_000))
+    copyInToOut(session, root, checkpoint, maxRecords=10_000)
+    assert topics.endOffset("out", 0) == 9_000
+    assert topics.read("out", 0, 3_000, 9_000).drop_columns("offset").to_pydict() == rows(0, 10_000, 6_000).to_pydict()
+
+    # under auto.offset.reset=none it is an error naming the topic-partition and the offset
+    topics.deleteTopic("in")
+    topics.createTopic("in", 1)
+    topics.append("in", 0, rows(0, 0, 10))
+    with pytest.raises(Exception, match=r"OffsetOutOfRangeException: Topic in was deleted and created again \(its id "
+                                        r"changed\) since offset 6000 for in-0, and the offset reset policy"):
+        copyInToOut(session, root, checkpoint, options={"autoOffsetReset": "none"})
 
 
 # ---------------------------------------------------------------------- reader and writer without a query
@@ -140,11 +208,13 @@ def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     topics.append("a", 0, rows(0, 0, 3))
     reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
     start = reader.initialOffset()
-    assert start == {"a/0": 0, "a/1": 0}
+    topicId = {"a@id": topics.topicId("a")}  # tells a recreated topic from this one
+    assert start == {"a/0": 0, "a/1": 0, **topicId}
     assert reader.getDefaultReadLimit() == ReadMaxRows(2)
-    assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0,
+                                                              **topicId}
     end = reader.latestOffset(start, ReadMaxRows(2))
-    assert end == {"a/0": 2, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
+    assert end == {"a/0": 2, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, **topicId}
     planned = reader.partitions(start, end)
     assert planned == [TopicPartitionRange("a", 0, 0, 2, 1), TopicPartitionRange("a", 1, 0, 0, 0)]
 
@@ -211,7 +281,7 @@ def test_reader_under_available_now_stops_at_its_targets(tmp_path):
     reader.prepareForTriggerAvailableNow()
     topics.append("a", 1, rows(1, 0, 2))  # arrives after the targets were taken
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-    assert end == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0}
+    assert end == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, "a@id": topics.topicId("a")}
     assert reader.latestOffset(end, ReadAllAvailable()) == end  # so the run ends
     # records that arrived after the run started are neither read nor waited for
     assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [0, 0]
@@ -223,7 +293,7 @@ def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag
     topics.append("a", 0, rows(0, 0, 5))
     reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
     end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2))
-    assert end == {"a/0": 2, "a/0@logEnd": 5}
+    assert end == {"a/0": 2, "a/0@logEnd": 5, "a@id": topics.topicId("a")}
     topics.append("a", 0, rows(0, 5, 4))  # more data before the batch is (re)planned
     assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [3]
 

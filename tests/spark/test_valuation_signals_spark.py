@@ -124,10 +124,10 @@ def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spar
     """Issue 8: kill -9 the whole Spark run (driver, JVM, Python workers) five times at random
     points, restart from the checkpoint each time; the final signals and the dedup store equal an
     uninterrupted run's (the driver's)."""
-    import os
     import random
-    import signal
     import subprocess
+
+    from _processes import killRun
 
     topics = LocalTopics(tmp_path / "topics")
     vs.loadTopics(topics, *inputs)
@@ -140,13 +140,14 @@ def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spar
         try:
             proc.wait(timeout=rng.uniform(5, 18))  # an uninterrupted run takes ≈ 30 s here
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
             kills += 1
     assert kills >= 3  # most runs were cut short
     final = subprocess.run([sys.executable, str(runner), str(tmp_path)], capture_output=True, timeout=600)
     assert final.returncode == 0, final.stderr.decode()[-2000:]
 
     assert signalsOf(topics) == expected
+    # what killed writer attempts staged was removed when their batches committed again
+    assert [f for d in (tmp_path / "topics" / "~staging").iterdir() for f in d.iterdir()] == []
     streams = KafkaStreams(vs.buildTopology(), {**props(tmp_path), "application.id": "valuation-signals-crash"}, spark=spark)
     assert list(streams.checkpointedStore(vs.SIGNAL_STORE).all()) == driverStore

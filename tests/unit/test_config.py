@@ -132,6 +132,10 @@ def test_emit_interval_is_accepted_zero_silently(caplog):
     assert infoLines(caplog) == [f"Configuration {key}=1000 has no effect: kspark checks for closed windows after "
                                  "every record on both hosts (interval 0, TopologyTestDriver's value), so both give "
                                  "the same records at any wall-clock speed."]
+    outerJoin = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"  # KIP-633's, as Kafka's tests set it
+    caplog.clear()
+    assert StreamsConfig({outerJoin: 0}).get(outerJoin) == 0
+    assert infoLines(caplog) == []
 
 
 def test_dead_letter_queue_key_kafkas_and_kspark_former_spelling():

@@ -10,7 +10,7 @@ Rules: T-17 (aggregation timestamps), T-19 (table-table join timestamp = max), J
 import pytest
 
 from kspark import Change, ContextualProcessor, Grouped, Materialized, Serdes, StreamsBuilder, TopologyException
-from kspark.dsl._internals.ktable_processors import ChangedSerde
+from kspark.dsl._internals.aggregation import ChangedSerde
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TestRecord, TopologyTestDriver
 from kspark.topology import resolvePartitionCounts

@@ -61,6 +61,24 @@ def test_void_uuid_float_serdes_are_kafkas_bytes():
         Serdes.UUID().deserialize("t", b"nope")
 
 
+def test_short_and_boolean_serdes_are_kafkas_bytes():
+    """Kafka ShortSerializer (2 bytes big-endian) and BooleanSerializer/-Deserializer (one byte;
+    reading, any byte but 1 is false); the interop test checks them against Kafka's own."""
+    assert Serdes.Short().serialize("t", -2) == b"\xff\xfe"
+    assert Serdes.Short().deserialize("t", b"\x7f\xff") == 32767
+    with pytest.raises(SerializationException, match="cannot serialize 32768"):
+        Serdes.Short().serialize("t", 32768)
+    with pytest.raises(SerializationException, match="is not 2"):
+        Serdes.Short().deserialize("t", b"\x00")
+    assert [Serdes.Boolean().serialize("t", b) for b in (True, False, None)] == [b"\x01", b"\x00", None]
+    assert [Serdes.Boolean().deserialize("t", b) for b in (b"\x01", b"\x00", b"\x02")] == [True, False, False]
+    with pytest.raises(SerializationException, match="expected bool"):
+        Serdes.Boolean().serialize("t", 1)
+    with pytest.raises(SerializationException, match="is not 1"):
+        Serdes.Boolean().deserialize("t", b"")
+    assert Serdes.serdeFrom(bool) == Serdes.Boolean()
+
+
 def test_serde_from_functions_objects_and_types():
     upper = Serdes.serdeFrom(lambda t, d: d.upper().encode(), lambda t, b: b.decode())
     b = StreamsBuilder()

@@ -8,27 +8,27 @@ from kspark.spark._progress import RunProgress
 from kspark.topology import Topology
 
 
-def progressOf(tmp_path):
+def progressOf():
     b = StreamsBuilder()
     table = b.globalTable("ref")
     b.stream("in").join(table, lambda k, v: k, lambda v, r: v).to("out")
     topology: Topology = b.build()
     sub = topology.subtopologies()[0]
     plan = {"subtopology": sub, "sources": ["in", "ref"], "globalSources": ["ref"], "topicName": {}}
-    return RunProgress("app", tmp_path, [plan]), sub
+    return RunProgress("app", [plan]), sub
 
 
-def test_kspark_topics_offsets_give_records_lags_and_counters(tmp_path):
-    progress, sub = progressOf(tmp_path)
-    (tmp_path / f"subtopology-{sub.id}").mkdir()
+def test_kspark_topics_offsets_give_records_lags_and_counters():
+    progress, sub = progressOf()
     sink = next(n.name for n in sub.nodes if type(n).__name__ == "SinkNodeSpec")
-    (tmp_path / f"subtopology-{sub.id}" / f"{7:020d}.json").write_text(json.dumps({
-        f"process-total|stream-processor-node-metrics|task-id={sub.id}_0|processor-node-id={sink}": 4,
+    taskRows = [json.dumps({  # the tasks' metrics rows, as observe() collects them
+        f"process-total|stream-processor-node-metrics|task-id={sub.id}_0|processor-node-id={sink}": 3,
         f"dropped-records-total|kspark-dropped-records|task-id={sub.id}_0|processor-node-id=x|reason=late": 2,
         f"dropped-records-total|stream-task-metrics|task-id={sub.id}_0": 2,
         f"punctuate-total|stream-task-metrics|task-id={sub.id}_0": 3,
-    }))
-    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 7, "batchDuration": 2000, "sources": [{
+    }), json.dumps({f"process-total|stream-processor-node-metrics|task-id={sub.id}_1|processor-node-id={sink}": 1})]
+    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 7, "batchDuration": 2000,
+                                 "observedMetrics": {"kspark": {"metrics": taskRows}}, "sources": [{
         "startOffset": json.dumps({"in/0": 10, "in/1": 0, "ref/0": 0}),
         "endOffset": {"in/0": 15, "in/1": 3, "ref/0": 2, "in/0@logEnd": 20, "in/1@logEnd": 3, "ref/0@logEnd": 2,
                       "@heartbeat": 1},
@@ -48,8 +48,8 @@ def test_kspark_topics_offsets_give_records_lags_and_counters(tmp_path):
     assert lines[6:] == ["records dropped: 2", "  late at x: 2", "punctuations: 3"]
 
 
-def test_spark_kafka_source_offsets_and_latest_offset_for_the_lag(tmp_path):
-    progress, sub = progressOf(tmp_path)
+def test_spark_kafka_source_offsets_and_latest_offset_for_the_lag():
+    progress, sub = progressOf()
     stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000, "sources": [{
         "startOffset": None,
         "endOffset": json.dumps({"in": {"0": 4, "1": 6}}),
@@ -58,15 +58,15 @@ def test_spark_kafka_source_offsets_and_latest_offset_for_the_lag(tmp_path):
     assert stats.records == 10 and stats.lags == {("in", 0): 5, ("in", 1): 0}
 
 
-def test_records_read_come_from_the_tasks_counters_where_offsets_count_transaction_markers(tmp_path):
+def test_records_read_come_from_the_tasks_counters_where_offsets_count_transaction_markers():
     """On Kafka topics written in transactions a commit marker takes an offset: the batch's
     offsets say 6 records where the tasks consumed 5 (their records-consumed-total)."""
-    progress, sub = progressOf(tmp_path)
-    (tmp_path / f"subtopology-{sub.id}").mkdir()
-    (tmp_path / f"subtopology-{sub.id}" / f"{0:020d}.json").write_text(json.dumps({
+    progress, sub = progressOf()
+    taskRows = [json.dumps({
         "records-consumed-total|consumer-fetch-manager-metrics|topic=in": 5,
         "records-consumed-total|consumer-fetch-manager-metrics|topic=ref": 1,
-    }))
-    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000, "sources": [{
+    })]
+    stats = progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": 0, "batchDuration": 1000,
+                                 "observedMetrics": {"kspark": {"metrics": taskRows}}, "sources": [{
         "startOffset": None, "endOffset": {"in/0": 6, "ref/0": 2, "in/0@logEnd": 6, "ref/0@logEnd": 2}}]})
     assert (stats.records, dict(stats.read), stats.lags) == (6, {"in": 5, "ref": 1}, {("in", 0): 0, ("ref", 0): 0})

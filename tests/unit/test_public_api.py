@@ -32,3 +32,17 @@ def test_only_the_spark_host_imports_pyspark():
 
 def test_java_keyword_names_get_a_trailing_underscore():
     assert kspark.Consumed.with_ and kspark.Produced.with_ and kspark.Materialized.as_ and kspark.Repartitioned.as_
+
+
+def test_state_does_not_import_the_dsl():
+    """The window types live below state/ (issue 20's layout): stores hand them out without the DSL."""
+    offenders = []
+    for path in (SRC / "state").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = ("." * node.level) + (node.module or "")
+                if "dsl" in module.split("."):
+                    offenders.append(f"{path.relative_to(SRC)}: {module}")
+            elif isinstance(node, ast.Import):
+                offenders += [f"{path.relative_to(SRC)}: {a.name}" for a in node.names if a.name.startswith("kspark.dsl")]
+    assert offenders == []

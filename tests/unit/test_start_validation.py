@@ -1,6 +1,7 @@
 """KafkaStreams.start() refuses bad setups before any record is processed (issue 8; rules J-6, RP-5).
 
-These checks run before Spark starts, so no SparkSession is needed here."""
+These checks run before Spark starts, so no SparkSession is needed here; the checks against the
+checkpoint in state.dir (read through Spark's filesystem API) are in tests/spark/test_state_dir.py."""
 
 import pytest
 
@@ -46,17 +47,3 @@ def test_unknown_source_and_sink_topics(tmp_path):
 def test_missing_dead_letter_topic(tmp_path, topics):
     with pytest.raises(StreamsException, match="The dead-letter topic dlq .* does not exist"):
         KafkaStreams(topology(), props(tmp_path, **{"errors.deadletterqueue.topic.name": "dlq"})).start()
-
-
-def test_checkpoint_of_a_different_topology_is_refused(tmp_path, topics):
-    KafkaStreams(topology(), props(tmp_path))._plan()  # what start() does before Spark runs
-    with pytest.raises(StreamsException, match="holds the checkpoint of a different topology for application.id app"):
-        KafkaStreams(topology(withFilter=True), props(tmp_path)).start()
-
-
-def test_partition_count_changed_since_the_checkpoint_is_refused(tmp_path, topics):
-    KafkaStreams(topology(), props(tmp_path))._plan()
-    topics.deleteTopic("in")
-    topics.createTopic("in", 3)
-    with pytest.raises(StreamsException, match="Topic in has 3 partitions, but had 2 when the checkpoint"):
-        KafkaStreams(topology(), props(tmp_path)).start()

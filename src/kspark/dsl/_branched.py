@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ._internals.stream_processors import KStreamBranch, PassThrough
+from ._internals.stateless import KStreamBranch, PassThrough
 
 if TYPE_CHECKING:
     from ._kstream import KStream

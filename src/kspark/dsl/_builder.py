@@ -8,7 +8,7 @@ from ..state import StoreBuilder
 from ..topology import Topology
 from ._config_objects import CONSUMED, MATERIALIZED, Consumed, Materialized
 from ._overloads import bind, check
-from ._internals.processors import RepartitionNullKeyFilter
+from ._internals.stateless import RepartitionNullKeyFilter
 
 log = logging.getLogger("kspark.dsl")
 

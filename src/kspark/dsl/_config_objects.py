@@ -287,6 +287,104 @@ class Joined(_Params):
         self.gracePeriodMs = toMillis(gracePeriod, "gracePeriod")
 
 
+class StreamJoined(_Params):
+    """Serdes, names and stores of a KStream-KStream join (Kafka ``StreamJoined``).
+
+    ``with_(keySerde, valueSerde, otherValueSerde)`` or ``with_(thisStoreSupplier,
+    otherStoreSupplier)``; ``as_(storeName)``; ``withName(name)`` names the join's processors
+    (``<name>-this-windowed``, ``<name>-join-this``...) and repartition topics
+    (``<name>-left-repartition``, ``<name>-right-repartition``); ``withStoreName(name)`` names its
+    stores (``<name>-this-join-store``, ``<name>-other-join-store``, ``<name>-left-shared-join-store``
+    or ``-outer-shared-join-store``). Serdes not given are the defaults (Kafka does not take the
+    streams' serdes here). A store supplier must come from ``Stores.*WindowStore(name,
+    retention=size + grace, windowSize=size, retainDuplicates=True)``.
+    ``withLoggingEnabled/Disabled`` are recorded (the changelog is the Spark checkpoint).
+
+    Raises
+    ------
+    TypeError
+        For an argument of another type.
+    """
+
+    def __init__(self) -> None:
+        self.keySerde: Serde | None = None
+        self.valueSerde: Serde | None = None
+        self.otherValueSerde: Serde | None = None
+        self.thisStoreSupplier = None
+        self.otherStoreSupplier = None
+        self.name: str | None = None
+        self.storeName: str | None = None
+        self.logging = True
+        self.topicConfig: dict = {}
+
+    @_factory
+    def with_(self, keySerdeOrThisSupplier=None, valueSerdeOrOtherSupplier=None, otherValueSerde=None) -> "StreamJoined":
+        if _isWindowSupplier(keySerdeOrThisSupplier) or _isWindowSupplier(valueSerdeOrOtherSupplier):
+            self.thisStoreSupplier, self.otherStoreSupplier = bind(
+                "StreamJoined.with_", "with_(keySerde, valueSerde, otherValueSerde), with_(thisStoreSupplier, "
+                "otherStoreSupplier)", (WINDOW_SUPPLIER, WINDOW_SUPPLIER),
+                (keySerdeOrThisSupplier, valueSerdeOrOtherSupplier))
+            if otherValueSerde is not None:
+                raise TypeError("StreamJoined.with_(thisStoreSupplier, otherStoreSupplier) takes two arguments")
+            return
+        self.keySerde, self.valueSerde, self.otherValueSerde = bind(
+            "StreamJoined.with_", "with_(keySerde, valueSerde, otherValueSerde), with_(thisStoreSupplier, "
+            "otherStoreSupplier)", (SERDE, SERDE, SERDE), (keySerdeOrThisSupplier, valueSerdeOrOtherSupplier, otherValueSerde))
+
+    @_factory
+    def as_(self, storeName: str) -> "StreamJoined":
+        """Kafka ``StreamJoined.as(storeName)``: the base name of the join's stores."""
+        self.storeName = check("StreamJoined.as_", "storeName", STRING, storeName)
+
+    @_factory
+    def withName(self, name: str) -> "StreamJoined":
+        self.name = check("StreamJoined.withName", "name", STRING, name)
+
+    @_factory
+    def withStoreName(self, storeName: str) -> "StreamJoined":
+        self.storeName = check("StreamJoined.withStoreName", "storeName", STRING, storeName)
+
+    @_factory
+    def withKeySerde(self, keySerde: Serde) -> "StreamJoined":
+        self.keySerde = check("StreamJoined.withKeySerde", "keySerde", SERDE, keySerde)
+
+    @_factory
+    def withValueSerde(self, valueSerde: Serde) -> "StreamJoined":
+        self.valueSerde = check("StreamJoined.withValueSerde", "valueSerde", SERDE, valueSerde)
+
+    @_factory
+    def withOtherValueSerde(self, otherValueSerde: Serde) -> "StreamJoined":
+        self.otherValueSerde = check("StreamJoined.withOtherValueSerde", "otherValueSerde", SERDE, otherValueSerde)
+
+    @_factory
+    def withThisStoreSupplier(self, thisStoreSupplier) -> "StreamJoined":
+        self.thisStoreSupplier = check("StreamJoined.withThisStoreSupplier", "thisStoreSupplier", WINDOW_SUPPLIER,
+                                       thisStoreSupplier)
+
+    @_factory
+    def withOtherStoreSupplier(self, otherStoreSupplier) -> "StreamJoined":
+        self.otherStoreSupplier = check("StreamJoined.withOtherStoreSupplier", "otherStoreSupplier", WINDOW_SUPPLIER,
+                                        otherStoreSupplier)
+
+    @_factory
+    def withLoggingEnabled(self, config: dict | None = None) -> "StreamJoined":
+        """Kafka: the stores' changelog topics with ``config``; recorded only (see ``Materialized``)."""
+        self.logging, self.topicConfig = True, dict(config or {})
+
+    @_factory
+    def withLoggingDisabled(self) -> "StreamJoined":
+        self.logging, self.topicConfig = False, {}
+
+
+def _isWindowSupplier(v) -> bool:
+    from ..state import WindowBytesStoreSupplier
+
+    return isinstance(v, WindowBytesStoreSupplier)
+
+
+WINDOW_SUPPLIER = Kind("WindowBytesStoreSupplier (Stores.persistentWindowStore / inMemoryWindowStore)", _isWindowSupplier)
+
+
 def _isStoreSupplier(v) -> bool:
     from ..state import KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier
 

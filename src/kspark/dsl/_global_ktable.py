@@ -13,11 +13,12 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
-from ..processor import ContextualProcessor, Record
 from ..state import Stores
 from ._overloads import bind
 from ._config_objects import CONSUMED, MATERIALIZED, Consumed, Materialized, named as _named
-from ._internals.processors import KTableSource, _dropped, arity
+from ._internals.common import arity
+from ._internals.ktable import KTableSource
+from ._internals.stream_table import KStreamGlobalKTableJoin
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
@@ -76,38 +77,6 @@ def globalTable(builder: "StreamsBuilder", topic: str, consumed=None, materializ
         timestampExtractor=consumed.timestampExtractor,
     )
     return GlobalKTable(builder, storeName, materialized.storeName is not None, topic)
-
-
-class KStreamGlobalKTableJoin(ContextualProcessor):
-    """Stream-triggered lookup of ``keySelector(key, value)`` in a global store (Kafka
-    ``KStreamGlobalKTableJoin`` = ``KStreamKTableJoinProcessor`` with a key mapper).
-
-    Rules J-7, J-8 (``maybeDropRecord``): a left join never drops a record with a null key and a
-    non-null value (if the mapped key is null too, the joiner gets a null table value);
-    otherwise a null mapped key or a null value drops the record (WARN + ``dropped-records``);
-    an inner join with a null stream key and a non-null mapped key joins. Output: the stream
-    record's key and timestamp, value ``joiner(...)`` if ``leftJoin`` or a table value exists.
-    """
-
-    def __init__(self, storeName: str, keySelector, joiner, withKey: bool, leftJoin: bool) -> None:
-        self.storeName, self.keySelector, self.joiner = storeName, keySelector, joiner
-        self.withKey, self.leftJoin = withKey, leftJoin
-
-    def init(self, context) -> None:
-        super().init(context)
-        self.store = context.getStateStore(self.storeName)
-
-    def process(self, record: Record) -> None:
-        key, value = record.key(), record.value()
-        mappedKey = self.keySelector(key, value)
-        if not (self.leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
-            _dropped(self.context(), "null join key or value", "Skipping record due to null join key or value.")
-            return
-        found = None if mappedKey is None else self.store.get(mappedKey)
-        tableValue = None if found is None else found.value
-        if self.leftJoin or tableValue is not None:
-            joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
-            self.context().forward(record.withValue(joined))
 
 
 def globalTableJoin(stream: "KStream", table: GlobalKTable, keySelector: Callable[[Any, Any], Any],

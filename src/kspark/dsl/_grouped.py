@@ -5,14 +5,16 @@ from typing import TYPE_CHECKING, Callable
 from ..serialization import Serdes
 from ..state import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, Repartitioned, _supplierOf, keyValueStoreBuilder
-from ._internals.processors import KStreamAggregate
+from ._internals.aggregation import KStreamAggregate
+from ._internals.ktable import MaterializedTableSupplier
 from ._ktable import KTable
 from ._overloads import bind
 
 if TYPE_CHECKING:
+    from ._cogrouped import CogroupedKStream
     from ._kstream import KStream
 
-__all__ = ["KGroupedStream", "SessionWindowedKStream", "TimeWindowedKStream"]
+__all__ = ["KGroupedStream", "SessionWindowedKStream", "SlidingWindowedKStream", "TimeWindowedKStream"]
 
 
 def _countForms(cls: str) -> tuple[str, str]:
@@ -112,9 +114,24 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
                                lambda store: KStreamAggregate(store, initializer, aggregator, caching=caching))
 
+    def cogroup(self, aggregator: Callable) -> "CogroupedKStream":
+        """Start a cogrouped aggregation with this grouped stream and its ``aggregator(key, value,
+        aggregate)`` (Kafka ``KGroupedStream#cogroup``, KIP-150); add more grouped streams with
+        ``CogroupedKStream.cogroup`` and finish with ``aggregate`` or ``windowedBy(...).aggregate``.
+
+        Raises
+        ------
+        TypeError
+            If ``aggregator`` is not callable.
+        """
+        from ._cogrouped import CogroupedKStream
+
+        return CogroupedKStream(self).cogroup(self, aggregator)
+
     def windowedBy(self, windows) -> "TimeWindowedKStream | SessionWindowedKStream":
         """Aggregate in windows (Kafka ``KGroupedStream#windowedBy``): ``TimeWindows`` or any other
         ``Windows`` subclass (custom ``windowsFor``) give a ``TimeWindowedKStream``,
+        ``SlidingWindows`` a ``SlidingWindowedKStream`` (Kafka's ``TimeWindowedKStream`` interface),
         ``SessionWindows`` a ``SessionWindowedKStream``.
 
         Raises
@@ -122,13 +139,15 @@ class KGroupedStream:
         TypeError
             For anything else.
         """
-        from ._windows import SessionWindows, Windows
+        from ._windows import SessionWindows, SlidingWindows, Windows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedKStream(self, windows)
         if not isinstance(windows, Windows):
-            raise TypeError(f"KGroupedStream.windowedBy(): takes Windows (TimeWindows or a subclass of Windows) or "
-                            f"SessionWindows, got {type(windows).__name__}")
+            raise TypeError(f"KGroupedStream.windowedBy(): takes Windows (TimeWindows or a subclass of Windows), "
+                            f"SlidingWindows or SessionWindows, got {type(windows).__name__}")
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, named, materialized: Materialized, processor, storeBuilder=None,
@@ -149,8 +168,6 @@ class KGroupedStream:
             resultKeySerde = materialized.keySerde
         else:
             builderOfStore = storeBuilder(storeName)
-        from ._internals.ktable_processors import MaterializedTableSupplier
-
         supplier = MaterializedTableSupplier(storeName, lambda: processor(storeName), windowed=storeBuilder is not None)
         topology.addProcessor(name, supplier, stream._name)
         topology.addStateStore(builderOfStore, name)
@@ -214,30 +231,12 @@ class TimeWindowedKStream(_WindowedKStream):
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, False)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
-        from ._internals.processors import KStreamWindowAggregate
+        from ._internals.time_windows import KStreamWindowAggregate
         from ._windows import WindowedSerdes
 
         windows = self._windows
-        retention = materialized.retentionMs
-        minimum = windows.size() + windows.gracePeriodMs()
-        if retention is None:
-            retention = minimum
-        elif retention < minimum:
-            raise ValueError(
-                f"The retention period of the window store {materialized.storeName} must be no smaller than its "
-                f"window size plus the grace period. Got size=[{windows.size()}], grace=[{windows.gracePeriodMs()}], "
-                f"retention=[{retention}]"
-            )
-
+        storeBuilder = timeWindowStore("TimeWindowedKStream", materialized, windows)
         emitFinal = self._emitFinal
-
-        def storeBuilder(storeName):
-            supplier = _supplierOf("TimeWindowedKStream", materialized, WindowBytesStoreSupplier,
-                                   "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
-            builder = Stores.timestampedWindowStoreBuilder(
-                supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
-                materialized.keySerde, materialized.valueSerde)
-            return builder if materialized.logging else builder.withLoggingDisabled()
 
         keySerde = materialized.keySerde
         table = self._grouped._aggregate(
@@ -248,6 +247,62 @@ class TimeWindowedKStream(_WindowedKStream):
         )
         table._windowCloseDuration = windows.gracePeriodMs()  # SU-1
         return table
+
+
+class SlidingWindowedKStream(TimeWindowedKStream):
+    """A grouped stream in sliding windows (Kafka's ``SlidingWindowedKStreamImpl``, returned as its
+    ``TimeWindowedKStream``; KIP-450). Results are keyed by ``Windowed(key, TimeWindow(start,
+    start + timeDifference))`` and stored in a window store of window size ``timeDifference`` and
+    retention ``2 * timeDifference + grace`` (``Materialized.withRetention`` may raise it, not
+    lower it). The result's key serde is Kafka's time-windowed serde with that window size.
+
+    ``count/reduce/aggregate`` take the forms of ``TimeWindowedKStream``'s; updates are emitted on
+    every change (a record updates every window it falls in and may create up to three), or once
+    per window after it closes with ``emitStrategy(EmitStrategy.onWindowClose())``; ``suppress``
+    works as for time windows (close = window end + grace). Late records (their window ``[t - d, t]``
+    ends before ``streamTime - grace``) and null keys or values are dropped and counted.
+    """
+
+    def count(self, named=None, materialized: Materialized | None = None) -> KTable:
+        """Records per key and sliding window, ``Serdes.Long()`` values (Kafka
+        ``TimeWindowedKStream#count`` of ``SlidingWindowedKStreamImpl``; unlike time windows,
+        ``count(Materialized)`` burns no store name)."""
+        named, materialized = _options("SlidingWindowedKStream.count", _countForms("SlidingWindowedKStream")[1],
+                                       named, materialized)
+        materialized = self._grouped._withSerdes(materialized, Serdes.Long())
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, lambda: 0, lambda k, v, a: a + 1, False)
+
+    def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, reduce) -> KTable:
+        from ._internals.sliding_windows import KStreamSlidingWindowAggregate
+        from ._windows import WindowedSerdes
+
+        windows, emitFinal = self._windows, self._emitFinal
+        if reduce:  # Kafka aggregatorForReducer with the reduce initializer (null)
+            reducer = aggregator
+            initializer, aggregator = (lambda: None), (lambda k, v, agg: v if agg is None else reducer(agg, v))
+        storeBuilder = slidingWindowStore("SlidingWindowedKStream", materialized, windows)
+
+        keySerde = materialized.keySerde
+        table = self._grouped._aggregate(
+            prefix, named, materialized,
+            lambda store: KStreamSlidingWindowAggregate(store, windows, initializer, aggregator, materialized.caching,
+                                                        emitFinal),
+            storeBuilder, None if keySerde is None else WindowedSerdes.timeWindowedSerdeFrom(keySerde,
+                                                                                             windows.timeDifferenceMs()),
+        )
+        table._windowCloseDuration = windows.gracePeriodMs()  # SU-1: sliding windows close at end + grace
+        return table
+
+
+def _windowSupplierOf(method: str, materialized: Materialized):
+    """``Materialized``'s window store supplier, if any; one that retains duplicates (a join's) is
+    refused: Kafka would store every update of a window as a new value."""
+    supplier = _supplierOf(method, materialized, WindowBytesStoreSupplier,
+                           "a window store supplier (Stores.persistentWindowStore / inMemoryWindowStore)")
+    if supplier is not None and supplier.retainDuplicates:
+        raise ValueError(f"{method}(): the window store supplier {supplier.name} retains duplicates; a windowed "
+                         "aggregation needs one that does not (Kafka's results with it are undefined)")
+    return supplier
 
 
 class SessionWindowedKStream(_WindowedKStream):
@@ -297,25 +352,11 @@ class SessionWindowedKStream(_WindowedKStream):
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, initializer, aggregator, sessionMerger)
 
     def _aggregate(self, prefix, named, materialized: Materialized, initializer, aggregator, merger) -> KTable:
-        from ._internals.processors import KStreamSessionWindowAggregate
+        from ._internals.session_windows import KStreamSessionWindowAggregate
         from ._windows import WindowedSerdes
 
         windows = self._windows
-        minimum = windows.inactivityGap() + windows.gracePeriodMs()
-        retention = minimum if materialized.retentionMs is None else materialized.retentionMs
-        if retention < minimum:
-            raise ValueError(
-                f"The retention period of the session store {materialized.storeName} must be no smaller than the "
-                f"session inactivity gap plus the grace period. Got gap=[{windows.inactivityGap()}], "
-                f"grace=[{windows.gracePeriodMs()}], retention=[{retention}]"
-            )
-
-        def storeBuilder(storeName):
-            supplier = _supplierOf("SessionWindowedKStream", materialized, SessionBytesStoreSupplier,
-                                   "a session store supplier (Stores.persistentSessionStore / inMemorySessionStore)")
-            builder = Stores.sessionStoreBuilder(supplier or Stores.persistentSessionStore(storeName, retention),
-                                                 materialized.keySerde, materialized.valueSerde)
-            return builder if materialized.logging else builder.withLoggingDisabled()
+        storeBuilder = sessionStore("SessionWindowedKStream", materialized, windows)
 
         emitFinal, keySerde = self._emitFinal, materialized.keySerde
         table = self._grouped._aggregate(
@@ -326,3 +367,89 @@ class SessionWindowedKStream(_WindowedKStream):
         )
         table._windowCloseDuration = windows.inactivityGap() + windows.gracePeriodMs()  # SU-1
         return table
+
+
+# ---------------------------------------------------------------------------- window and session stores
+def timeWindowStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a time-window aggregation's timestamped window store
+    (Kafka ``WindowStoreMaterializer``): retention ``size + grace`` unless ``Materialized`` sets a
+    larger one.
+
+    Raises
+    ------
+    ValueError
+        If the retention is smaller than ``size + grace`` (Kafka's message).
+    """
+    retention = materialized.retentionMs
+    minimum = windows.size() + windows.gracePeriodMs()
+    if retention is None:
+        retention = minimum
+    elif retention < minimum:
+        raise ValueError(
+            f"The retention period of the window store {materialized.storeName} must be no smaller than its "
+            f"window size plus the grace period. Got size=[{windows.size()}], grace=[{windows.gracePeriodMs()}], "
+            f"retention=[{retention}]"
+        )
+
+    def storeBuilder(storeName):
+        supplier = _windowSupplierOf(method, materialized)
+        builder = Stores.timestampedWindowStoreBuilder(
+            supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
+            materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder
+
+
+def slidingWindowStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a sliding-window aggregation's store (Kafka
+    ``SlidingWindowStoreMaterializer``): window size ``timeDifference``, retention ``2 *
+    timeDifference + grace`` unless ``Materialized`` sets another.
+
+    Raises
+    ------
+    ValueError
+        When the store is built, if the retention is smaller than ``2 * timeDifference + grace``.
+    """
+    d, grace = windows.timeDifferenceMs(), windows.gracePeriodMs()
+    retention = materialized.retentionMs if materialized.retentionMs is not None else grace + 2 * d
+
+    def storeBuilder(storeName):
+        if d * 2 + grace > retention:
+            raise ValueError(f"The retention period of the window store {storeName} must be no smaller than 2 * "
+                             f"time difference plus the grace period. Got time difference=[{d}], grace=[{grace}], "
+                             f"retention=[{retention}]")
+        supplier = _windowSupplierOf(method, materialized)
+        builder = Stores.timestampedWindowStoreBuilder(supplier or Stores.persistentWindowStore(storeName, retention, d),
+                                                       materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder
+
+
+def sessionStore(method: str, materialized: Materialized, windows):
+    """``storeName -> StoreBuilder`` of a session aggregation's store (Kafka
+    ``SessionStoreMaterializer``): retention ``gap + grace`` unless ``Materialized`` sets more (ST-1).
+
+    Raises
+    ------
+    ValueError
+        If the retention is smaller than ``gap + grace`` (Kafka's message).
+    """
+    minimum = windows.inactivityGap() + windows.gracePeriodMs()
+    retention = minimum if materialized.retentionMs is None else materialized.retentionMs
+    if retention < minimum:
+        raise ValueError(
+            f"The retention period of the session store {materialized.storeName} must be no smaller than the "
+            f"session inactivity gap plus the grace period. Got gap=[{windows.inactivityGap()}], "
+            f"grace=[{windows.gracePeriodMs()}], retention=[{retention}]"
+        )
+
+    def storeBuilder(storeName):
+        supplier = _supplierOf(method, materialized, SessionBytesStoreSupplier,
+                               "a session store supplier (Stores.persistentSessionStore / inMemorySessionStore)")
+        builder = Stores.sessionStoreBuilder(supplier or Stores.persistentSessionStore(storeName, retention),
+                                             materialized.keySerde, materialized.valueSerde)
+        return builder if materialized.logging else builder.withLoggingDisabled()
+
+    return storeBuilder

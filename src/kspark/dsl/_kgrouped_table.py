@@ -6,7 +6,7 @@ from ..processor import FailOnInvalidTimestamp
 from ..serialization import Serdes
 from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
 from ._overloads import bind
-from ._internals.ktable_processors import ChangedSerde, KTableAggregateSupplier
+from ._internals.aggregation import ChangedSerde, KTableAggregateSupplier
 from ._ktable import KTable
 
 if TYPE_CHECKING:

@@ -9,24 +9,22 @@ from ..topology._topology import supplierGet
 from ._config_objects import (GROUPED, MATERIALIZED, NAMED, PRODUCED, REPARTITIONED, STRING, Grouped, Joined, Materialized,
                               Named, Produced, Repartitioned, named as _named, nameOf)
 from ._overloads import Kind, bind, check, instanceOf
-from ._internals.processors import (
+from ._internals.common import arity
+from ._internals.stateless import (
+    FixedKeyProcessorAdapter,
+    ForeachProcessor,
     KStreamFilter,
-    KStreamKTableJoin,
+    KStreamFlatMap,
+    KStreamFlatMapValues,
     KStreamMap,
     KStreamMapValues,
     KStreamPeek,
-    KStreamSelectKey,
-    RepartitionNullKeyFilter,
-    arity,
-)
-from ._internals.stream_processors import (
-    FixedKeyProcessorAdapter,
-    ForeachProcessor,
-    KStreamFlatMap,
-    KStreamFlatMapValues,
     KStreamPrint,
+    KStreamSelectKey,
     PassThrough,
+    RepartitionNullKeyFilter,
 )
+from ._internals.stream_table import KStreamKTableJoin
 from ._ktable import KTable
 
 if TYPE_CHECKING:
@@ -276,7 +274,43 @@ class KStream:
                                    keySerde=keySerde, valueSerde=valueSerde)
 
     def join(self, table, *args, **kwargs) -> "KStream":
-        """``join(globalTable, keySelector, joiner, named=None)``: inner join with a ``GlobalKTable``
+        """``join(otherStream, joiner, windows[, streamJoined])``: windowed inner join with another
+        ``KStream`` (Kafka ``KStream#join(KStream, ValueJoiner, JoinWindows[, StreamJoined])``).
+        Every pair of records with equal keys whose timestamps satisfy ``windows``
+        (``JoinWindows``: ``other.ts`` in ``[ts - before, ts + after]``) gives ``joiner(value,
+        otherValue)`` (or ``joiner(key, value, otherValue)``) with timestamp ``max(ts, other.ts)``,
+        when the second of the two arrives; records keep waiting for partners in two window
+        stores (duplicates retained) for ``size + grace``. Null keys or values are dropped and
+        counted. A side whose key was changed upstream is repartitioned first (topics
+        ``<StreamJoined name>-left/-right-repartition`` or ``<node>-repartition``, RP-1); both
+        inputs must be co-partitioned (J-6). The stream may be joined with itself (a record joins
+        itself once). Names as Kafka's: ``KSTREAM-WINDOWED-``, ``KSTREAM-JOINTHIS-``,
+        ``KSTREAM-JOINOTHER-``, ``KSTREAM-MERGE-`` and the stores ``<join node>-store``, or
+        ``StreamJoined.withName/withStoreName``'s. The result has ``StreamJoined``'s key serde and
+        no value serde.
+
+        ``join`` with ``JoinWindows.ofTimeDifferenceWithNoGrace(100)``:
+
+        ====  =====  ===========  ==========================================  ===========
+        step  side   key:value@t  what happens                                forwarded
+        ====  =====  ===========  ==========================================  ===========
+        1     left   k:A@0        stored
+        2     right  k:a@50       joins ``A``                                 k:A+a@50
+        3     left   k:B@120      joins ``a`` (``a`` is 70 ms before)         k:B+a@120
+        4     right  k:b@250      ``B`` is 130 ms before: nothing
+        ====  =====  ===========  ==========================================  ===========
+
+        Raises
+        ------
+        TypeError
+            If ``windows`` is not a ``JoinWindows`` or ``streamJoined`` not a ``StreamJoined``.
+        StreamsException
+            For ``StreamJoined`` store suppliers that do not retain duplicates, do not match the
+            windows (retention ``size + grace``, window size ``size``) or share a name (Kafka's messages).
+        TopologyException
+            If the streams come from different builders.
+
+        ``join(globalTable, keySelector, joiner, named=None)``: inner join with a ``GlobalKTable``
         looking up ``keySelector(key, value)``; no repartitioning or co-partitioning (rules J-7,
         J-8: a null mapped key or value is dropped and counted; a null stream key with a mapped
         key joins). Mirrors Kafka ``KStream#join(GlobalKTable, KeyValueMapper, ValueJoiner)``.
@@ -297,7 +331,16 @@ class KStream:
         return self._dispatchJoin(table, args, kwargs, leftJoin=False)
 
     def leftJoin(self, table, *args, **kwargs) -> "KStream":
-        """Left join with ``table`` (``leftJoin(table, joiner, joined=None)``) or with a
+        """``leftJoin(otherStream, joiner, windows[, streamJoined])``: as ``join(otherStream, ...)``,
+        and a record of this stream that joins nothing is forwarded as ``joiner(value, None)``
+        with its own timestamp: with ``JoinWindows.ofTimeDifference*`` once its window closes
+        (stream time past ``ts + after + grace``; kept until then in the outer-join store
+        ``KSTREAM-OUTERSHARED-<n>-store``, KIP-633), with the deprecated ``JoinWindows.of`` at
+        once. A null-key record with a value is forwarded at once as non-joined (KIP-962). Mirrors
+        Kafka ``KStream#leftJoin(KStream, ValueJoiner, JoinWindows[, StreamJoined])``; see
+        ``JoinWindows`` for a step-by-step example.
+
+        Left join with ``table`` (``leftJoin(table, joiner, joined=None)``) or with a
         ``GlobalKTable`` (``leftJoin(globalTable, keySelector, joiner, named=None)``): like
         ``join`` but ``tableValue`` is ``None`` when there is no table value, and a null-key
         record with a value is joined rather than dropped (KIP-962; J-8 for global tables: a
@@ -305,9 +348,39 @@ class KStream:
         ``KStream#leftJoin(KTable, ValueJoiner)`` / ``leftJoin(GlobalKTable, KeyValueMapper, ValueJoiner)``."""
         return self._dispatchJoin(table, args, kwargs, leftJoin=True)
 
+    def outerJoin(self, otherStream: "KStream", joiner: Callable, windows, streamJoined=None) -> "KStream":
+        """Outer join with ``otherStream`` within ``windows``: like ``leftJoin(otherStream, ...)``,
+        and a right record that joins nothing is forwarded too, as ``joiner(None, otherValue)``
+        (with ``ofTimeDifference*`` windows: once its window ``[t - after, t + before]`` closes plus
+        grace); a null-key record of either side with a value is forwarded at once as non-joined.
+        Mirrors Kafka ``KStream#outerJoin(KStream, ValueJoiner, JoinWindows[, StreamJoined])``;
+        see ``join`` for names, stores and repartitioning.
+
+        ``outerJoin`` with ``JoinWindows.ofTimeDifferenceWithNoGrace(10)``:
+
+        ====  =====  ===========  ==========================================  =============
+        step  side   key:value@t  what happens                                forwarded
+        ====  =====  ===========  ==========================================  =============
+        1     right  k:a@0        no left record within 10 ms: ``a`` kept
+        2     left   k:A@5        joins ``a``                                 k:A+a@5
+        3     right  k:b@100      ``b`` kept
+        4     left   j:B@200      ``b``'s window closed (100 + 10 < 200)      k:null+b@100
+        ====  =====  ===========  ==========================================  =============
+        """
+        from ._stream_join import streamStreamJoin
+
+        if not isinstance(otherStream, KStream):
+            raise TypeError(f"KStream.outerJoin(): otherStream must be a KStream, got {type(otherStream).__name__}")
+        return streamStreamJoin("outerJoin", self, otherStream, joiner, windows, streamJoined, leftOuter=True,
+                                rightOuter=True)
+
     def _dispatchJoin(self, table, args, kwargs, leftJoin: bool) -> "KStream":
         from ._global_ktable import GlobalKTable, globalTableJoin
+        from ._stream_join import streamStreamJoin
 
+        if isinstance(table, KStream):
+            return streamStreamJoin("leftJoin" if leftJoin else "join", self, table, *args, **kwargs,
+                                    leftOuter=leftJoin, rightOuter=False)
         if isinstance(table, GlobalKTable):
             return globalTableJoin(self, table, *args, leftJoin=leftJoin, **kwargs)
         return self._joinTable(table, *args, leftJoin=leftJoin, **kwargs)
@@ -326,7 +399,8 @@ class KStream:
             raise ValueError("KTable must be versioned to use a grace period in a stream table join.")
         reused = (self._repartitionRequired and self._joinRepartition is not None
                   and (nameOf(joined) or self._name) == self._name)
-        stream = self._repartitionForJoin(nameOf(joined), joined) if self._repartitionRequired else self
+        stream = self._repartitionForJoin(nameOf(joined) or self._name, getattr(joined, "keySerde", None),
+                                          getattr(joined, "valueSerde", None)) if self._repartitionRequired else self
         name = self._builder._nameOrGenerate(nameOf(joined), "KSTREAM-LEFTJOIN-" if leftJoin else "KSTREAM-JOIN-")
         view = table._valueGetterSupplier()  # a filtered / mapped table is read through its parent's store
         withKey = n == 3
@@ -353,14 +427,13 @@ class KStream:
                        getattr(joined, "keySerde", None) or self._keySerde, None)
 
     # ------------------------------------------------------------------ repartition helpers (RP-1..RP-3)
-    def _repartitionForJoin(self, joinName: str | None, joined=None) -> "KStream":
-        """Kafka ``KStreamImpl.repartitionForJoin``: the repartition topic is named after the join
-        (``Joined`` name) or this node; without a join name, later joins of this same stream reuse
-        the first one's repartition topic. Sink, filter and source names are burnt either way."""
-        repartitionName = joinName or self._name
+    def _repartitionForJoin(self, repartitionName: str, keySerde=None, valueSerde=None) -> "KStream":
+        """Kafka ``KStreamImpl.repartitionForJoin``: the repartition topic is named
+        ``repartitionName`` (the join's name, or this node's); a later join of this same stream
+        under this node's name reuses the first one's repartition topic. Sink, filter and source
+        names are burnt either way. ``keySerde``/``valueSerde`` (the join's) override this stream's."""
         if self._joinRepartition is None or repartitionName != self._name:
-            serdes = Repartitioned.with_(getattr(joined, "keySerde", None) or self._keySerde,
-                                         getattr(joined, "valueSerde", None) or self._valueSerde)
+            serdes = Repartitioned.with_(keySerde or self._keySerde, valueSerde or self._valueSerde)
             self._joinRepartition = self._repartitionThrough(repartitionName, serdes)
             return self._joinRepartition
         for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):

@@ -2,66 +2,14 @@ from __future__ import annotations
 
 import struct
 from abc import ABC, abstractmethod
-from typing import Any
-
 from .._duration import Duration, toMillis
 from ..serialization import Serde, SerializationException
+from ..state._window import SessionWindow, TimeWindow, Window, Windowed
 
 _END_START = struct.Struct(">qq")  # SessionKeySchema suffix: 8-byte end, 8-byte start, big-endian
 
-__all__ = ["SessionWindow", "SessionWindows", "TimeWindow", "TimeWindows", "Window", "Windowed", "WindowedSerdes",
-           "Windows"]
-
-
-class Window:
-    """A time interval in ms (Kafka ``Window``): ``start()``, ``end()``.
-
-    Raises
-    ------
-    ValueError
-        If ``start < 0`` or ``end < start`` (Kafka's messages, rule SW-8).
-    """
-
-    __slots__ = ("_start", "_end")
-
-    def __init__(self, startMs: int, endMs: int) -> None:
-        if startMs < 0:
-            raise ValueError("Window startMs time cannot be negative.")
-        if endMs < startMs:
-            raise ValueError("Window endMs time cannot be smaller than window startMs time.")
-        self._start, self._end = startMs, endMs
-
-    def start(self) -> int:
-        return self._start
-
-    def end(self) -> int:
-        return self._end
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and (self._start, self._end) == (other._start, other._end)  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((self._start, self._end))  # windows of other types are unequal (__eq__)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}{{startMs={self._start}, endMs={self._end}}}"
-
-
-class TimeWindow(Window):
-    """A half-open window ``[start, end)`` of time-window aggregations (Kafka ``TimeWindow``)."""
-
-
-class SessionWindow(Window):
-    """A session window ``[start, end]``, both bounds inclusive (Kafka ``SessionWindow``, rule SW-7).
-
-    ``start`` and ``end`` are the timestamps of the session's first and last record.
-    """
-
-    def overlap(self, other: "SessionWindow") -> bool:
-        """True unless one ends before the other starts; touching windows overlap (rule SW-9)."""
-        if not isinstance(other, SessionWindow):
-            raise ValueError(f"Cannot compare windows of different type. Other window must be of type SessionWindow but got {type(other).__name__}")
-        return not (other._end < self._start or self._end < other._start)
+__all__ = ["JoinWindows", "SessionWindow", "SessionWindows", "SlidingWindows", "TimeWindow", "TimeWindows", "Window",
+           "Windowed", "WindowedSerdes", "Windows"]
 
 
 class SessionWindows:
@@ -109,39 +57,6 @@ class SessionWindows:
 
     def __repr__(self) -> str:
         return f"SessionWindows{{gapMs={self._gapMs}, graceMs={self._graceMs}}}"
-
-
-class Windowed:
-    """A key with the window it was aggregated in (Kafka ``Windowed``): ``key()``, ``window()``.
-
-    ``str()`` renders Kafka's ``[key@start/end]``.
-    """
-
-    __slots__ = ("_key", "_window")
-
-    def __init__(self, key: Any, window: Window) -> None:
-        self._key, self._window = key, window
-
-    def key(self) -> Any:
-        return self._key
-
-    def window(self) -> Window:
-        return self._window
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Windowed):
-            return False
-        w, o = self._window, other._window  # Window.__eq__, inlined: windowed keys are cache and dict keys
-        return self._key == other._key and w._start == o._start and w._end == o._end and type(w) is type(o)
-
-    def __hash__(self) -> int:
-        w = self._window
-        return hash((self._key, w._start, w._end))
-
-    def __str__(self) -> str:
-        return f"[{self._key}@{self._window.start()}/{self._window.end()}]"
-
-    __repr__ = __str__
 
 
 class Windows(ABC):
@@ -239,6 +154,182 @@ class TimeWindows(Windows):
 
     def __repr__(self) -> str:
         return f"TimeWindows{{sizeMs={self.sizeMs}, advanceMs={self.advanceMs}, graceMs={self._graceMs}}}"
+
+
+class SlidingWindows:
+    """Windows of a fixed time difference that slide with the records (Kafka ``SlidingWindows``,
+    KIP-450), for ``KGroupedStream.windowedBy``.
+
+    Two records of a key are in a common window iff their timestamps differ by at most
+    ``timeDifference`` (both bounds inclusive). Each record at ``t`` has a window ``[t - d, t]``
+    ending at it and, when later records follow within ``d``, one ``[t + 1, t + 1 + d]`` starting
+    right after it, so there is one window per distinct set of records within ``d``; windowed
+    keys show them as ``TimeWindow(start, start + d)``. A window accepts records until stream time
+    passes ``end + grace``; later records are dropped and counted.
+
+    ``count()`` with ``ofTimeDifferenceWithNoGrace(10)``, one key, what each record forwards:
+
+    ======  ==========================  =======================================================
+    record  forwarded (window: count@t)  why
+    ======  ==========================  =======================================================
+    k@5     [0,10]: 1@5                 before ``d`` the records share one window ``[0, d]``
+    k@12    [6,16]: 1@12, [2,12]: 2@12  5's right window (after 5, holds 12); 12's left window
+    k@30    [20,30]: 1@30               nothing within 10 ms
+    ======  ==========================  =======================================================
+
+    Raises
+    ------
+    ValueError
+        ``"Window time difference must not be negative."`` / ``"Window grace period must not be
+        negative."`` (Kafka's ``IllegalArgumentException``).
+    """
+
+    def __init__(self, timeDifferenceMs: int, graceMs: int) -> None:
+        if timeDifferenceMs < 0:
+            raise ValueError("Window time difference must not be negative.")
+        if graceMs < 0:
+            raise ValueError("Window grace period must not be negative.")
+        self._timeDifferenceMs, self._graceMs = timeDifferenceMs, graceMs
+
+    @staticmethod
+    def ofTimeDifferenceWithNoGrace(timeDifference: Duration) -> "SlidingWindows":
+        """Records within ``timeDifference`` (ms or timedelta) of each other share windows; grace 0."""
+        return SlidingWindows(toMillis(timeDifference, "timeDifference"), 0)
+
+    @staticmethod
+    def ofTimeDifferenceAndGrace(timeDifference: Duration, afterWindowEnd: Duration) -> "SlidingWindows":
+        """As ``ofTimeDifferenceWithNoGrace``; out-of-order records are accepted until
+        ``afterWindowEnd`` after a window's end."""
+        return SlidingWindows(toMillis(timeDifference, "timeDifference"), toMillis(afterWindowEnd, "afterWindowEnd"))
+
+    def timeDifferenceMs(self) -> int:
+        return self._timeDifferenceMs
+
+    def gracePeriodMs(self) -> int:
+        return self._graceMs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SlidingWindows) and (self._timeDifferenceMs, self._graceMs) == (
+            other._timeDifferenceMs, other._graceMs)
+
+    def __hash__(self) -> int:
+        return hash((self._timeDifferenceMs, self._graceMs))
+
+    def __repr__(self) -> str:
+        return f"SlidingWindows{{, sizeMs={self._timeDifferenceMs}, graceMs={self._graceMs}}}"  # Kafka's toString
+
+
+_DEPRECATED_DEFAULT_24_HR_GRACE_PERIOD = 24 * 3600 * 1000
+
+
+class JoinWindows(Windows):
+    """How far apart in time two records of the same key may be to join in a KStream-KStream join
+    (Kafka ``JoinWindows``).
+
+    A left record at ``t`` joins a right record at ``t'`` iff ``t - before <= t' <= t + after``.
+    ``ofTimeDifference*`` set ``before = after = timeDifference``; ``before(d)`` / ``after(d)``
+    change one bound (a negative bound is allowed while ``before + after >= 0``). The window size
+    is ``before + after``; the join's window stores keep records ``size + grace`` ms.
+
+    With ``ofTimeDifferenceWithNoGrace`` / ``ofTimeDifferenceAndGrace`` a left or outer join
+    forwards a non-joined record only after its window closes: a left record at ``t`` when stream
+    time passes ``t + after + grace``, a right one when it passes ``t + before + grace`` (KIP-633).
+    ``of`` (deprecated) forwards it at once, as Kafka before 3.1 did.
+
+    ``leftJoin`` with ``ofTimeDifferenceAndGrace(100, 50)`` and ``joiner = left + "+" + right``:
+
+    ====  =====  ===========  ===========================================  ================
+    step  side   key:value@t  what happens                                 forwarded
+    ====  =====  ===========  ===========================================  ================
+    1     left   k:A@0        no right record within 100 ms: ``A`` kept
+    2     right  k:a@60       joins ``A`` (``60 - 0 <= 100``)              k:A+a@60
+    3     left   k:B@300      ``a`` is 240 ms before: ``B`` kept
+    4     left   j:C@500      ``B``'s window closed (300 + 100 + 50 < 500)  k:B+null@300
+    ====  =====  ===========  ===========================================  ================
+
+    Raises
+    ------
+    ValueError
+        ``"Window interval (ie, beforeMs+afterMs) must not be negative."`` /
+        ``"Grace period must not be negative."`` (Kafka's ``IllegalArgumentException``).
+    """
+
+    def __init__(self, beforeMs: int, afterMs: int, graceMs: int, spuriousResultFix: bool) -> None:
+        if beforeMs + afterMs < 0:
+            raise ValueError("Window interval (ie, beforeMs+afterMs) must not be negative.")
+        if graceMs < 0:
+            raise ValueError("Grace period must not be negative.")
+        self.beforeMs, self.afterMs, self._graceMs = beforeMs, afterMs, graceMs
+        self._spuriousResultFix = spuriousResultFix
+
+    @staticmethod
+    def ofTimeDifferenceWithNoGrace(timeDifference: Duration) -> "JoinWindows":
+        """Records join within ``timeDifference`` (ms or timedelta) of each other; grace 0."""
+        ms = toMillis(timeDifference, "timeDifference")
+        return JoinWindows(ms, ms, 0, True)
+
+    @staticmethod
+    def ofTimeDifferenceAndGrace(timeDifference: Duration, afterWindowEnd: Duration) -> "JoinWindows":
+        """Records join within ``timeDifference`` of each other; out-of-order records are accepted
+        until ``afterWindowEnd`` after the window's end."""
+        ms = toMillis(timeDifference, "timeDifference")
+        return JoinWindows(ms, ms, toMillis(afterWindowEnd, "afterWindowEnd"), True)
+
+    @staticmethod
+    def of(timeDifference: Duration) -> "JoinWindows":
+        """Deprecated in Kafka 3.0: grace ``max(24 h - 2 * timeDifference, 0)`` and non-joined
+        results of left/outer joins forwarded at once (no spurious-result fix)."""
+        ms = toMillis(timeDifference, "timeDifference")
+        return JoinWindows(ms, ms, max(_DEPRECATED_DEFAULT_24_HR_GRACE_PERIOD - ms * 2, 0), False)
+
+    def before(self, timeDifference: Duration) -> "JoinWindows":
+        """A copy whose lower bound is ``timeDifference`` before the record (may be negative)."""
+        return JoinWindows(toMillis(timeDifference, "timeDifference"), self.afterMs, self._graceMs,
+                           self._spuriousResultFix)
+
+    def after(self, timeDifference: Duration) -> "JoinWindows":
+        """A copy whose upper bound is ``timeDifference`` after the record (may be negative)."""
+        return JoinWindows(self.beforeMs, toMillis(timeDifference, "timeDifference"), self._graceMs,
+                           self._spuriousResultFix)
+
+    def grace(self, afterWindowEnd: Duration) -> "JoinWindows":
+        """Deprecated in Kafka 3.0: a copy of ``of(...)`` windows with grace ``afterWindowEnd``.
+
+        Raises
+        ------
+        RuntimeError
+            After ``ofTimeDifference*`` (Kafka's ``IllegalStateException``).
+        """
+        if self._spuriousResultFix:
+            raise RuntimeError("Cannot call grace() after setting grace value via ofTimeDifferenceAndGrace or "
+                               "ofTimeDifferenceWithNoGrace.")
+        return JoinWindows(self.beforeMs, self.afterMs, toMillis(afterWindowEnd, "afterWindowEnd"), False)
+
+    def windowsFor(self, timestamp: int) -> dict:
+        """Not supported (Kafka: ``UnsupportedOperationException``).
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
+        """
+        raise NotImplementedError("windowsFor() is not supported by JoinWindows.")
+
+    def size(self) -> int:
+        return self.beforeMs + self.afterMs
+
+    def gracePeriodMs(self) -> int:
+        return self._graceMs
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is JoinWindows and (self.beforeMs, self.afterMs, self._graceMs) == (
+            other.beforeMs, other.afterMs, other._graceMs)
+
+    def __hash__(self) -> int:
+        return hash((self.beforeMs, self.afterMs, self._graceMs))
+
+    def __repr__(self) -> str:
+        return f"JoinWindows{{beforeMs={self.beforeMs}, afterMs={self.afterMs}, graceMs={self._graceMs}}}"
 
 
 class _TimeWindowedSerde(Serde):

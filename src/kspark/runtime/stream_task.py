@@ -185,6 +185,12 @@ class _Context(ProcessorContext):
         checkpoint behaves exactly as the live one, like Kafka's committed processor metadata)."""
         return self._task.nodeStates.setdefault(self.currentNode.name, {})
 
+    def sharedState(self, name: str) -> dict:
+        """A picklable dict shared by the processors of this task that ask for the same ``name``,
+        kept in the task checkpoint like ``nodeState`` (kspark internal: the two sides of a
+        stream-stream join share one time tracker per task, Kafka's ``TimeTrackerSupplier``)."""
+        return self._task.nodeStates.setdefault(f"{name}#shared", {})
+
     def metrics(self) -> Metrics:
         return self._task.metrics
 

@@ -22,12 +22,13 @@ Source options
     (0 = caught up).
 
 Sink options
-    Local: ``producer`` (stable id making replays of a batch idempotent). Kafka: ``guarantee``,
-    ``groupId``, ``transactionalIdPrefix`` (:class:`KafkaTopicsStreamWriter`). Both: optionally
-    ``metricsDir``. Rows whose ``topic`` is null carry a flat JSON object of numeric counters
-    in ``metrics``; the counters are summed per batch into ``<metricsDir>/<batchId:020d>.json``.
-    Other rows are written, in the order received per topic-partition, exactly once per batch
-    (Kafka with ``at_least_once``: at least once).
+    Local: ``producer`` (the query's stable name; with Spark's query id, the idempotent producer
+    making replays of a batch write nothing twice). Kafka: ``guarantee``, ``groupId``,
+    ``transactionalIdPrefix`` (:class:`KafkaTopicsStreamWriter`). Rows whose ``topic`` is null
+    are not written (``metrics``: the task's counters, which a query collects with
+    ``observe``; ``positions``: its input positions, for the Kafka sink). Other rows are
+    written, in the order received per topic-partition, exactly once per batch (Kafka with
+    ``at_least_once``: at least once).
 
 Layout (source and sink option ``layout``)
     ``"records"`` (default): one Spark row per record (:data:`SOURCE_SCHEMA`, :data:`SINK_SCHEMA`).
@@ -48,7 +49,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -66,6 +67,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ..topics import RECORD_SCHEMA, LocalTopics, OffsetOutOfRangeException, Topics, UnknownTopicOrPartitionException
+from ..topics._local import SEGMENT_BATCH_ROWS, segmentChecksums
 
 log = logging.getLogger("kspark.spark")
 
@@ -588,31 +590,36 @@ class LocalTopicsCommitMessage(WriterCommitMessage):
 
     Attributes
     ----------
-    files : list of (topic, partition, staged path, rows)
-        One staged segment per topic-partition, in order of first appearance in the task.
+    files : list of (topic, partition, staged path, rows, checksums)
+        One staged segment per topic-partition, in order of first appearance in the task, with
+        its record batches' checksums (``kspark.topics._local.segmentChecksums``).
     sparkPartitionId : int
         The Spark partition the task wrote.
-    metrics : dict of str to number
-        Counters summed over the task's metric rows.
+    checkpointId : str
+        Spark's query id: created with the checkpoint, the same on every restart from it.
     """
 
-    files: list[tuple[str, int, str, int]]
+    files: list[tuple[str, int, str, int, list[int]]]
     sparkPartitionId: int
-    metrics: dict[str, float] = field(default_factory=dict)
+    checkpointId: str = ""
 
 
 class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
     """Exactly-once micro-batch sink into ``LocalTopics``.
 
-    Tasks stage one segment per topic-partition; the driver commits the staged segments with
-    ``appendFile(..., producer=<producer>, sequence=batchId, index=i)``, where ``i`` counts the
-    segments of a topic-partition within the batch in Spark-partition order, so a replayed
-    batch appends nothing twice (given the replay produces the same rows).
+    Tasks stage one segment per topic-partition in the producer's staging directory; the driver
+    commits the staged segments with ``appendFile(..., producer="<producer>/<checkpoint id>",
+    sequence=batchId, index=i)``, where ``i`` counts the segments of a topic-partition within
+    the batch in Spark-partition order and the checkpoint id is Spark's query id, so a replayed
+    batch appends nothing twice (given the replay produces the same rows), and a new checkpoint
+    (a reset ``state.dir``) never takes the appends of an old one for its own. After the
+    appends, the driver deletes what else is staged for batches up to this one: files of task
+    attempts that were killed or retried, and of older checkpoints.
 
     Parameters
     ----------
     options : mapping of str to str
-        ``root``, ``producer`` and optionally ``metricsDir``.
+        ``root`` and ``producer``.
     schema : StructType
         The input schema; must have the columns of :data:`SINK_SCHEMA` with their types.
 
@@ -625,72 +632,96 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema: StructType) -> None:
         self._root = _option(options, "root")
         self._producer = _option(options, "producer")
-        self._metricsDir = options.get("metricsDir") or None
         self._chunks = _layout(options) == "chunks"
         _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LocalTopicsCommitMessage:
-        """Stage the records of this task per topic-partition and sum its metric rows (executor side)."""
+        """Stage the records of this task per topic-partition (executor side)."""
         context = TaskContext.get()
         sparkPartitionId = context.partitionId()
-        stem = f"part-{sparkPartitionId:05d}-attempt-{context.attemptNumber()}-{uuid.uuid4().hex}"
+        batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
+        checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
         topics = LocalTopics(self._root)
+        stagingDir = topics.stagingDir(self._producer)
         staged: dict[tuple[str, int], tuple[str, pa.ipc.RecordBatchFileWriter]] = {}
         rows: dict[tuple[str, int], int] = {}
-        metrics: dict[str, float] = {}
         try:
             for batch in iterator:
-                for topic, partition, part in _recordParts(batch, self._chunks, metrics, {}):
+                for topic, partition, part in _recordParts(batch, self._chunks, {}):
                     key = (topic, partition)
                     if key not in staged:
-                        path = os.path.join(topics.stagingDir(topic, partition), f"{stem}.arrow")
+                        if not 0 <= partition < (topics.partitionsFor(topic) or 0):
+                            raise UnknownTopicOrPartitionException(
+                                f"This server does not host this topic-partition: {topic}-{partition}")
+                        path = os.path.join(stagingDir, _stagedName(batchId, checkpointId))
                         staged[key] = (path, pa.ipc.new_file(path, RECORD_SCHEMA))
                         rows[key] = 0
                     try:
                         part = part.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
                     except (pa.ArrowInvalid, ValueError, KeyError) as e:
                         raise ValueError(f"Records for {topic}-{partition} do not fit {RECORD_SCHEMA}: {e}") from e
-                    staged[key][1].write_table(part)
+                    staged[key][1].write_table(part, max_chunksize=SEGMENT_BATCH_ROWS)
                     rows[key] += part.num_rows
         except BaseException:
             for path, writer in staged.values():
                 writer.close()
                 os.remove(path)
             raise
-        for path, writer in staged.values():
+        files = []
+        for (topic, partition), (path, writer) in staged.items():
             writer.close()
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        return LocalTopicsCommitMessage(
-            files=[(topic, partition, path, rows[(topic, partition)]) for (topic, partition), (path, _) in staged.items()],
-            sparkPartitionId=sparkPartitionId,
-            metrics=metrics,
-        )
+            files.append((topic, partition, path, rows[(topic, partition)], segmentChecksums(path)))
+        return LocalTopicsCommitMessage(files=files, sparkPartitionId=sparkPartitionId, checkpointId=checkpointId)
 
     def commit(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
-        """Append the staged segments exactly once, then write the batch's metrics (driver side)."""
+        """Append the staged segments exactly once, then delete what else is staged (driver side)."""
         topics = LocalTopics(self._root)
         done = [m for m in messages if m is not None]
+        if not done:
+            return
         index: dict[tuple[str, int], int] = {}
+        checkpointId = done[0].checkpointId
         for message in sorted(done, key=lambda m: m.sparkPartitionId):
-            for topic, partition, path, _ in message.files:
+            for topic, partition, path, _, checksums in message.files:
                 i = index.get((topic, partition), 0)
-                topics.appendFile(topic, partition, path, producer=self._producer, sequence=batchId, index=i)
+                topics.appendFile(topic, partition, path, producer=f"{self._producer}/{checkpointId}", sequence=batchId,
+                                  index=i, checksums=checksums)
                 index[(topic, partition)] = i + 1
-        _writeMetrics(self._metricsDir, done, batchId)
+        self._removeStaged(topics, batchId, checkpointId)
+
+    def _removeStaged(self, topics: LocalTopics, batchId: int, checkpointId: str) -> None:
+        """Delete staged files of batches up to ``batchId`` (killed or retried task attempts; the
+        committed ones were moved into the logs) and of other checkpoints. Later batches' files
+        stay: only a zombie attempt of this batch could be writing, and it is not one of them."""
+        stagingDir = topics.stagingDir(self._producer)
+        for name in os.listdir(stagingDir):
+            batch, _, rest = name.partition(".")
+            checkpoint = rest.partition(".")[0]
+            if checkpoint != checkpointId or (batch.lstrip("-").isdigit() and int(batch) <= batchId):
+                try:
+                    os.remove(os.path.join(stagingDir, name))
+                except FileNotFoundError:
+                    pass
 
     def abort(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
         """Delete the segments staged by the tasks that reported back."""
         for message in messages:
             if message is not None:
-                for _, _, path, _ in message.files:
+                for _, _, path, _, _ in message.files:
                     try:
                         os.remove(path)
                     except FileNotFoundError:
                         pass
+
+
+def _stagedName(batchId: int, checkpointId: str) -> str:
+    """``<batch id>.<checkpoint id>.<random>.arrow``: what ``_removeStaged`` parses."""
+    return f"{batchId:020d}.{checkpointId}.{uuid.uuid4().hex}.arrow"
 
 
 def _checkSinkSchema(schema: StructType, expected: StructType) -> None:
@@ -717,25 +748,12 @@ def _distinctPairs(records: pa.Table) -> list[tuple[str, int]]:
     return list(zip(pairs.column("topic").to_pylist(), pairs.column("partition").to_pylist()))
 
 
-def _addCounters(total: dict[str, float], text: str) -> None:
-    counters = json.loads(text)
-    if not isinstance(counters, dict):
-        raise ValueError(f"A kspark-topics metrics row must be a JSON object of numbers, got {text!r}")
-    for name, value in counters.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"Metric {name!r} must be a number, got {value!r}")
-        total[name] = total.get(name, 0) + value
-
-
-def _recordParts(batch: pa.RecordBatch, chunks: bool, metrics: dict[str, float],
+def _recordParts(batch: pa.RecordBatch, chunks: bool,
                  positions: dict[tuple[str, int], int]) -> Iterator[tuple[str, int, pa.Table]]:
-    """The records of one sink batch as ``(topic, partition, records)`` in order; the counters of
-    its metrics rows are added to ``metrics`` and their input positions to ``positions``."""
+    """The records of one sink batch as ``(topic, partition, records)`` in order; the input
+    positions of its metrics rows are added to ``positions``."""
     isMetric = pc.is_null(batch.column("topic"))
     metricRows = batch.filter(isMetric)
-    for text in metricRows.column("metrics").to_pylist():
-        if text is not None:
-            _addCounters(metrics, text)
     if "positions" in batch.schema.names:
         for text in metricRows.column("positions").to_pylist():
             for key, offset in json.loads(text or "{}").items():
@@ -757,33 +775,13 @@ def _recordParts(batch: pa.RecordBatch, chunks: bool, metrics: dict[str, float],
                     for t, p in _distinctPairs(records))
 
 
-def _writeMetrics(metricsDir: str | None, messages: list, batchId: int) -> None:
-    """Sum the tasks' counters into ``<metricsDir>/<batchId:020d>.json`` (replaced atomically, so
-    a replayed batch writes the same file again)."""
-    if metricsDir is None:
-        return
-    total: dict[str, float] = {}
-    for message in messages:
-        for name, value in message.metrics.items():
-            total[name] = total.get(name, 0) + value
-    os.makedirs(metricsDir, exist_ok=True)
-    target = os.path.join(metricsDir, f"{batchId:020d}.json")
-    tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(dict(sorted(total.items())), f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-
-
 @dataclass
 class KafkaCommitMessage(WriterCommitMessage):
     """What one Spark task wrote to Kafka: ``written`` records (0 when an earlier attempt had
-    already committed the batch), and its counters."""
+    already committed the batch)."""
 
     written: int
     sparkPartitionId: int
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
@@ -794,14 +792,13 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
     producer, ``exactly_once_v2`` in one Kafka transaction per task and batch that also commits
     the task's input positions (its metrics rows' ``positions``) to the consumer group
     ``groupId``, marked with the checkpoint (Spark's query id) and batch id, so a batch Spark
-    replays after a crash is not written twice. The driver only sums the counters.
+    replays after a crash is not written twice.
 
     Parameters
     ----------
     options : mapping of str to str
         The Kafka backend's options (``kafka.producer``, ``kafka.consumer``), ``guarantee``
-        (``at_least_once`` or ``exactly_once_v2``), ``groupId``, ``transactionalIdPrefix`` and
-        optionally ``metricsDir``.
+        (``at_least_once`` or ``exactly_once_v2``), ``groupId`` and ``transactionalIdPrefix``.
     schema : StructType
         The input schema: :data:`SINK_CHUNK_SCHEMA` (``layout=chunks``) or :data:`SINK_SCHEMA`.
 
@@ -820,7 +817,6 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         self._exactlyOnce = guarantee == "exactly_once_v2"
         self._groupId = _option(options, "groupId")
         self._prefix = _option(options, "transactionalIdPrefix")
-        self._metricsDir = options.get("metricsDir") or None
         self._chunks = _layout(options) == "chunks"
         _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
 
@@ -831,18 +827,16 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         context = TaskContext.get()
         batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
         checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
-        metrics: dict[str, float] = {}
         positions: dict[tuple[str, int], int] = {}
         # the positions arrive on the metrics rows, which may come after the records: collect first
-        parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, metrics, positions)]
+        parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions)]
         sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
         written = sink.write(context.partitionId(), checkpointId, batchId,
                              [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
-        return KafkaCommitMessage(written, context.partitionId(), metrics)
+        return KafkaCommitMessage(written, context.partitionId())
 
     def commit(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
-        """Write the batch's counters (driver side); the records are in Kafka already."""
-        _writeMetrics(self._metricsDir, [m for m in messages if m is not None], batchId)
+        """Nothing to do: the records are in Kafka already."""
 
     def abort(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
         """Nothing to undo: a task's transaction committed whole or not at all (at_least_once:

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import pickle
 import threading
-from pathlib import Path
 
 from ..errors import StreamsException
 
 __all__ = ["CheckpointStoreProvider", "lastCommittedBatch", "readCheckpointedStore"]
 
 
-def lastCommittedBatch(checkpoint: Path) -> int | None:
-    """The id of the last batch committed in ``checkpoint`` (None before the first commit)."""
-    try:
-        ids = [int(name) for name in (p.name for p in (checkpoint / "commits").iterdir()) if name.isdigit()]
-    except OSError:
-        return None
-    return max(ids, default=None)
+def lastCommittedBatch(stateDir, checkpoint: str) -> int | None:
+    """The id of the last batch committed in the checkpoint ``checkpoint`` of ``stateDir`` (a
+    ``StateDir``; None before the first commit)."""
+    return max((int(name) for name in stateDir.list(f"{checkpoint}/commits") if name.isdigit()), default=None)
 
 
 def subtopologyOf(topology, storeName: str):
@@ -37,13 +33,13 @@ def subtopologyOf(topology, storeName: str):
     return sub
 
 
-def readCheckpointedStore(spark, store, checkpoint: Path, batchId: int | None, taskKeys: set[int] | None = None):
+def readCheckpointedStore(spark, store, checkpoint: str, batchId: int | None, taskKeys: set[int] | None = None):
     """Merge the copies of ``store`` (an empty store of the right kind, filled and returned) of
-    the tasks in ``checkpoint`` at ``batchId`` (None: nothing committed, the store stays empty);
-    ``taskKeys``: only those grouping keys (one task each)."""
+    the tasks in the checkpoint at URI ``checkpoint`` at ``batchId`` (None: nothing committed,
+    the store stays empty); ``taskKeys``: only those grouping keys (one task each)."""
     if batchId is None:
         return store
-    rows = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "task")
+    rows = (spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "task")
             .option("batchId", batchId).load().select("key.task", "value.blob").collect())
     for row in rows:
         if taskKeys is not None and row.task not in taskKeys:
@@ -69,7 +65,7 @@ class CheckpointStoreProvider:
         self._streams = streams
         self._storeName = storeName
         sub = subtopologyOf(streams._topology, storeName)
-        self._checkpoint = streams._stateDir / f"subtopology-{sub.id}"
+        self._checkpoint = f"subtopology-{sub.id}"
         self._taskKeys = None
         if partition is not None and storeName not in streams._topology.globalStoreNames():
             plan = next(p for p in streams._plans if p["subtopology"].id == sub.id)
@@ -92,9 +88,10 @@ class CheckpointStoreProvider:
 
     def __call__(self):
         with self._lock:
-            batch = lastCommittedBatch(self._checkpoint)
+            stateDir = self._streams._stateDir()
+            batch = lastCommittedBatch(stateDir, self._checkpoint)
             if batch != self._batch:
-                self._store = readCheckpointedStore(self._streams._session(), self._empty(), self._checkpoint, batch,
-                                                    self._taskKeys)
+                self._store = readCheckpointedStore(self._streams._session(), self._empty(), stateDir.path(self._checkpoint),
+                                                    batch, self._taskKeys)
                 self._batch = batch
             return self._store

@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Mapping
 
 from ..config import StreamsConfig
@@ -18,6 +17,7 @@ from ..runtime.metrics import MetricName
 from ..topics import LocalTopics, openTopics
 from ..topology import Subtopology, Topology, resolvePartitionCounts
 from ._placement import balancedTaskKeys
+from ._statedir import StateDir, StateDirLock
 
 __all__ = ["KafkaStreams"]
 
@@ -35,6 +35,13 @@ class KafkaStreams:
     ``state.dir/<application.id>/``; the sink appends the produced records to the output
     topics exactly once per micro-batch.
 
+    ``state.dir`` may be a path or a Hadoop filesystem URI (``file:``, ``hdfs://``,
+    ``s3a://``...): kspark reads and writes it through Spark's filesystem API on the driver
+    (:mod:`kspark.spark._statedir`), as Spark does its checkpoints; relative paths are resolved
+    on the driver. On a cluster, only ``state.dir`` (and, with local topics,
+    ``kspark.topics.dir``) must be shared between the machines. A running instance holds a lock
+    in it, so a second instance with the same ``application.id`` and ``state.dir`` is refused.
+
     Parameters
     ----------
     topology : Topology
@@ -50,6 +57,8 @@ class KafkaStreams:
     ------
     ConfigException
         If ``application.id`` is missing or a key is unknown.
+    ValueError
+        If there are no Kafka topics and ``kspark.topics.dir`` is a URI other than ``file:``.
 
     Notes
     -----
@@ -81,7 +90,8 @@ class KafkaStreams:
             raise ConfigException('Missing required configuration "application.id" which has no default value.')
         self._topology = topology
         self._topics = openTopics(self._config)  # Kafka when bootstrap.servers is set, else local topics
-        self._stateDir = Path(self._config.get(StreamsConfig.STATE_DIR_CONFIG)) / self._appId
+        self._stateDirectory: StateDir | None = None
+        self._lock: StateDirLock | None = None
         self._spark = spark
         self._queries: list = []
         self._thread: threading.Thread | None = None
@@ -101,22 +111,33 @@ class KafkaStreams:
             If co-partitioned topics differ in partition count (``"Invalid topology: Topics not
             co-partitioned: [{...}]"``, rules J-6, RP-5) — raised before Spark starts.
         StreamsException
-            If a source, sink or dead-letter topic does not exist, if ``state.dir`` holds the
-            checkpoint of a different topology, or if a topic's partition count changed since
-            the checkpoint was written.
+            If a source, sink or dead-letter topic does not exist, if another instance with the
+            same ``application.id`` runs on this ``state.dir`` (its lock), if ``state.dir``
+            holds the checkpoint of a different topology, or if a topic's partition count
+            changed since the checkpoint was written.
         """
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
         plans = self._plans = self._plan()
         from ._progress import ProgressListener, RunProgress, progressMode
 
-        self._listener = ProgressListener(RunProgress(self._appId, self._stateDir / "metrics", plans),
-                                          progressMode(self._config))
+        stateDir = self._stateDir()  # starts Spark
+        self._lock = StateDirLock(stateDir, onLost=self._lockLost)
+        self._lock.acquire()
         try:
-            self._session().streams.addListener(self._listener)
-        except BaseException:  # Spark did not start: end the live view without a summary
-            self._listener.finish(printSummary=False)
-            self._listener = None
+            self._checkCheckpoints(plans)
+            self._createInternalTopics(plans)
+            self._listener = ProgressListener(RunProgress(self._appId, plans), progressMode(self._config),
+                                              onBatch=self._addBatchCounters)
+            try:
+                self._session().streams.addListener(self._listener)
+            except BaseException:  # end the live view without a summary
+                self._listener.finish(printSummary=False)
+                self._listener = None
+                raise
+        except BaseException:
+            self._lock.release()
+            self._lock = None
             raise
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
@@ -170,8 +191,21 @@ class KafkaStreams:
             self._listener.close(self._queries)  # the live view stops, the run's summary is printed
             self._session().streams.removeListener(self._listener)
             self._listener = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         if self._state == self.RUNNING:
             self._state = self.NOT_RUNNING
+
+    def _lockLost(self, owner) -> None:
+        """The state.dir lock was taken over (this instance stalled past its staleness): stop."""
+        self._error = StreamsException(f"The state.dir lock of {self._appId} was taken over by another instance")
+        self._state = self.ERROR
+        for q in list(self._queries):
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping is all that is left to do
+                pass
 
     def state(self) -> str:
         return self._state
@@ -183,12 +217,31 @@ class KafkaStreams:
     # ------------------------------------------------------------------ metrics
     def metrics(self) -> dict[MetricName, float]:
         """Counters summed over every committed micro-batch of every sub-topology, this run and
-        earlier ones from the same ``state.dir`` (e.g. ``dropped-records-total``)."""
+        earlier ones from the same ``state.dir`` (e.g. ``dropped-records-total``).
+
+        A batch's counters reach ``state.dir`` with its progress event, after it committed (a run
+        killed between the two loses that batch's counters, not its records); this call waits
+        for the events of the batches the queries have reported."""
+        if self._listener is not None:
+            last = {}
+            for q in list(self._queries):
+                progress = q.lastProgress
+                if progress is not None:
+                    last[q.name] = progress["batchId"]
+            self._listener.waitFor(last)
         totals: defaultdict[MetricName, float] = defaultdict(float)
-        for path in sorted(self._stateDir.glob("metrics/*/*.json")):
-            for name, value in json.loads(path.read_text()).items():
-                totals[MetricName.decode(name)] += value
+        for name, value in self._stateDir().counters().items():
+            totals[MetricName.decode(name)] += value
         return dict(totals)
+
+    def _addBatchCounters(self, subtopology: int, checkpointId: str, batchId: int, counters: dict) -> None:
+        self._stateDir().addBatchCounters(subtopology, checkpointId, batchId, counters)
+
+    def _stateDir(self) -> StateDir:
+        """``state.dir/<application.id>`` (starts Spark: it is read through Spark's filesystem API)."""
+        if self._stateDirectory is None:
+            self._stateDirectory = StateDir(self._session(), self._config.get(StreamsConfig.STATE_DIR_CONFIG), self._appId)
+        return self._stateDirectory
 
     def checkpointedStore(self, storeName: str):
         """The contents of store ``storeName`` over all tasks, as of the last committed micro-batch,
@@ -210,8 +263,9 @@ class KafkaStreams:
             raise ValueError(f"The topology has no store named {storeName}")
         builder = self._topology.storeBuilders()[storeName]
         store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
-        path = self._stateDir / f"subtopology-{sub.id}"
-        return readCheckpointedStore(self._session(), store, path, lastCommittedBatch(path))
+        stateDir = self._stateDir()
+        checkpoint = f"subtopology-{sub.id}"
+        return readCheckpointedStore(self._session(), store, stateDir.path(checkpoint), lastCommittedBatch(stateDir, checkpoint))
 
     def store(self, storeQueryParameters):
         """A read-only view of a store while the application runs (Kafka ``KafkaStreams#store``).
@@ -282,17 +336,7 @@ class KafkaStreams:
                 raise StreamsException(f"The dead-letter topic {dlq} (errors.dead.letter.queue.topic.name) does not exist.")
             counts[dlq] = self._topics.partitionsFor(dlq)
             physical[dlq] = dlq
-        self._checkApplicationMetadata(topology, {t: n for t, n in counts.items() if t not in internal})
-        for topic, n in counts.items():
-            if topic in internal:
-                existing = self._topics.partitionsFor(physical[topic])
-                if existing is None:
-                    self._createInternalTopic(physical[topic], n)
-                elif existing != n:
-                    raise StreamsException(
-                        f"Internal topic {physical[topic]} has {existing} partitions but the topology needs {n}; "
-                        "partition counts cannot change for an existing application."
-                    )
+        self._externalCounts = {t: n for t, n in counts.items() if t not in internal}
         missingGlobal = sorted(t for t in topology.globalTopics() if not external.get(t))
         if missingGlobal:
             raise MissingSourceTopicException(missingGlobal)
@@ -320,6 +364,25 @@ class KafkaStreams:
             })
         return plans
 
+    def _createInternalTopics(self, plans: list[dict]) -> None:
+        """Create the missing repartition topics; refuse existing ones with another partition count."""
+        internal = self._topology.internalTopics()
+        counts = plans[0]["partitionCounts"] if plans else {}
+        for topic, physical in plans[0]["topicName"].items() if plans else ():
+            if topic not in internal:
+                continue
+            n = counts[physical]
+            existing = self._topics.partitionsFor(physical)
+            if existing is None:
+                self._createInternalTopic(physical, n)
+            elif existing != n:
+                sources = ", ".join(f"{t}={c}" for t, c in sorted(self._externalCounts.items())
+                                    if any(t in sub.sourceTopics for sub in self._topology.subtopologies()))
+                raise StreamsException(
+                    f"Internal topic {physical} has {existing} partitions but the topology needs {n} (from its source "
+                    f"topics' partition counts: {sources}); partition counts cannot change for an existing "
+                    "application. Restore the source topics' partition counts or reset the application.")
+
     def _createInternalTopic(self, name: str, numPartitions: int) -> None:
         """Create a repartition topic as Kafka's ``InternalTopicManager`` does: the configured
         ``replication.factor``, Kafka Streams' repartition topic configs and any ``topic.*`` keys."""
@@ -331,31 +394,48 @@ class KafkaStreams:
         self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
                                  replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
-    def _checkApplicationMetadata(self, topology: Topology, externalCounts: dict[str, int]) -> None:
+    _FINGERPRINT = "kspark-topology.json"
+    _LEGACY_METADATA = "kspark-application.json"  # what kspark kept before fingerprints (state.dir/<app>/)
+
+    def _checkCheckpoints(self, plans: list[dict]) -> None:
         """Refuse a checkpoint written by another topology, or topics whose partition counts changed
-        since it was written (a task's state belongs to one partition of one sub-topology)."""
-        description = str(topology.describe())
-        path = self._stateDir / "kspark-application.json"
-        if path.exists():
-            saved = json.loads(path.read_text())
+        since it was written (a task's state belongs to one partition of one sub-topology); then
+        record the topology next to every new checkpoint (``subtopology-<n>/kspark-topology.json``:
+        where Spark keeps the checkpoint, so that the two go together)."""
+        stateDir = self._stateDir()
+        description = str(self._topology.describe())
+        legacy = stateDir.readJson(self._LEGACY_METADATA)
+        fresh = []
+        for plan in plans:
+            checkpoint = f"subtopology-{plan['subtopology'].id}"
+            saved = stateDir.readJson(f"{checkpoint}/{self._FINGERPRINT}")
+            if saved is None:
+                fresh.append(checkpoint)
+                if not (stateDir.exists(f"{checkpoint}/offsets") or stateDir.exists(f"{checkpoint}/metadata")):
+                    continue  # a new checkpoint
+                saved = legacy
+                if saved is None:
+                    raise StreamsException(
+                        f"The checkpoint {stateDir.path(checkpoint)} has no {self._FINGERPRINT}: kspark cannot tell which "
+                        f"topology wrote it, so its state cannot be reused. Use a new application.id or delete "
+                        f"{stateDir.uri}.")
             if saved["topology"] != description:
                 raise StreamsException(
-                    f"state.dir {self._stateDir} holds the checkpoint of a different topology for application.id "
+                    f"state.dir {stateDir.uri} holds the checkpoint of a different topology for application.id "
                     f"{self._appId}; its state cannot be reused. Use a new application.id or delete that directory.\n"
                     f"Checkpointed topology:\n{saved['topology']}\nThis topology:\n{description}"
                 )
-            for topic, n in sorted(externalCounts.items()):
+            for topic, n in sorted(self._externalCounts.items()):
                 before = saved["partitions"].get(topic)
                 if before is not None and before != n:
                     raise StreamsException(
-                        f"Topic {topic} has {n} partitions, but had {before} when the checkpoint in "
-                        f"{self._stateDir} was written; tasks and their state are per partition, so the "
+                        f"Topic {topic} has {n} partitions, but had {before} when the checkpoint "
+                        f"{stateDir.path(checkpoint)} was written; tasks and their state are per partition, so the "
                         "application cannot resume. Restore the partition count or reset the application."
                     )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"topology": description, "partitions": externalCounts}, indent=1))
-        os.replace(tmp, path)
+        fingerprint = json.dumps({"topology": description, "partitions": self._externalCounts}, indent=1).encode()
+        for checkpoint in fresh:
+            stateDir.write(f"{checkpoint}/{self._FINGERPRINT}", fingerprint)
 
     def _runUntilCaughtUp(self, plans: list[dict]) -> None:
         try:
@@ -384,6 +464,7 @@ class KafkaStreams:
         from pyspark.sql import functions as F
 
         from ._datasource import registerDataSource, topicsOptions
+        from ._progress import OBSERVED_METRICS
         from ._task_processor import OUTPUT_SCHEMA, TaskStatefulProcessor
 
         spark = self._session()
@@ -431,6 +512,9 @@ class KafkaStreams:
             .groupBy("task")
             .transformWithStateInPandas(TaskStatefulProcessor(plan), OUTPUT_SCHEMA, "Append", "None")
         )
+        # the tasks' counters (one metrics row per task and batch) reach the driver with the
+        # batch's progress event (the listener adds them to state.dir/metrics)
+        out = out.observe(OBSERVED_METRICS, F.collect_list("metrics").alias("metrics"))
         name = f"{self._appId}-subtopology-{sub.id}"
         writer = out.writeStream.format("kspark-topics").option("layout", "chunks").options(**backend)
         if self._config.usesKafka():
@@ -440,8 +524,7 @@ class KafkaStreams:
             writer = writer.option("producer", name)
         writer = (
             writer
-            .option("metricsDir", str(self._stateDir / "metrics" / f"subtopology-{sub.id}"))
-            .option("checkpointLocation", str(self._stateDir / f"subtopology-{sub.id}"))
+            .option("checkpointLocation", self._stateDir().path(f"subtopology-{sub.id}"))
             .queryName(name)
             .trigger(**trigger)
         )

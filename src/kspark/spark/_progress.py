@@ -1,8 +1,10 @@
 """What a kspark run shows while it runs and when it ends: a live progress view in a terminal
 (rich), one plain line per micro-batch otherwise, and a summary at the end.
 
-Everything comes from Spark's query progress events (a ``StreamingQueryListener``) and the
-per-batch counter files the sink writes on the driver (``state.dir/<application.id>/metrics``):
+Everything comes from Spark's query progress events (a ``StreamingQueryListener``), which
+carry the batch's counters too (the tasks' metrics rows, collected by ``observe`` as
+:data:`OBSERVED_METRICS`); the listener also hands each batch's counters to ``KafkaStreams``,
+which sums them in ``state.dir`` for ``metrics()``:
 
 - records read per input topic-partition: the source's start and end offsets of each batch
   (kspark-topics' ``{"<topic>/<partition>": next}``, or Spark's Kafka source's
@@ -27,16 +29,17 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-__all__ = ["PROGRESS_CONFIG", "ProgressListener", "RunProgress", "progressMode"]
+__all__ = ["OBSERVED_METRICS", "PROGRESS_CONFIG", "ProgressListener", "RunProgress", "batchCounters", "progressMode"]
 
 log = logging.getLogger("kspark.progress")
 
 PROGRESS_CONFIG = "kspark.progress"
+OBSERVED_METRICS = "kspark"
+"""Name of the observed metric (``collect_list`` of the tasks' metrics rows, JSON objects of counters)."""
 _MODES = ("auto", "rich", "plain", "none")
 _LATEST = "@logEnd"
 
@@ -93,18 +96,15 @@ class RunProgress:
     Parameters
     ----------
     applicationId : str
-    metricsDir : Path
-        ``state.dir/<application.id>/metrics``: one JSON file of counters per sub-topology and batch.
     plans : list of dict
         ``KafkaStreams._plan()``'s query plans: ``subtopology``, ``sources`` (physical topic
         names), ``globalSources``, ``topicName`` (raw -> physical).
     """
 
-    def __init__(self, applicationId: str, metricsDir: Path, plans: list[dict]) -> None:
+    def __init__(self, applicationId: str, plans: list[dict]) -> None:
         from ..topology._topology import SinkNodeSpec
 
         self.applicationId = applicationId
-        self._metricsDir = metricsDir
         self._lock = threading.Lock()
         self.queries: dict[str, QueryStats] = {}
         self._sinkTopic: dict[str, str] = {}
@@ -144,7 +144,7 @@ class RunProgress:
         if stats is None:
             return None
         batchId = progress["batchId"]
-        counters = self._batchCounters(stats.subtopology, batchId)
+        counters = batchCounters(progress)
         with self._lock:
             if stats.lastBatch is not None and batchId <= stats.lastBatch:
                 return None
@@ -193,13 +193,6 @@ class RunProgress:
             if name is not None:
                 self.queries[name].state = "failed" if failed else "done"
                 self._lastTermination = time.time()
-
-    def _batchCounters(self, subtopology: int, batchId: int) -> dict[str, float]:
-        path = self._metricsDir / f"subtopology-{subtopology}" / f"{batchId:020d}.json"
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return {}
 
     # -- totals
     def seenBatch(self, name: str) -> int | None:
@@ -346,6 +339,16 @@ def _offsets(value, suffix: str = "") -> dict[tuple[str, int], int]:
     return out
 
 
+def batchCounters(progress: dict) -> dict[str, float]:
+    """The counters of a batch (its tasks' metrics rows summed) from its progress (parsed JSON)."""
+    rows = ((progress.get("observedMetrics") or {}).get(OBSERVED_METRICS) or {}).get("metrics") or ()
+    total: dict[str, float] = {}
+    for text in rows:
+        for name, value in json.loads(text).items():
+            total[name] = total.get(name, 0) + value
+    return total
+
+
 def _recordsRead(start, end) -> int:
     """Records a batch read, from the source's start and end offsets (JSON text or parsed)."""
     starts = _offsets(start)
@@ -362,9 +365,10 @@ class ProgressListener(StreamingQueryListener):
     JSON string (``StreamingQueryProgress.json()``).
     """
 
-    def __init__(self, progress: RunProgress, mode: str = "none") -> None:
+    def __init__(self, progress: RunProgress, mode: str = "none", onBatch=None) -> None:
         self.progress = progress
         self.mode = mode
+        self._onBatch = onBatch
         self._live = None
         if mode == "rich":
             from rich.live import Live
@@ -388,6 +392,14 @@ class ProgressListener(StreamingQueryListener):
         self._onProgress(json.loads(event.progress.json))
 
     def _onProgress(self, progress: dict) -> None:
+        # the counters are in state.dir before the batch counts as seen (waitFor, metrics())
+        stats = self.progress.queries.get(progress.get("name") or "")
+        if stats is not None and self._onBatch is not None:
+            try:
+                self._onBatch(stats.subtopology, progress["id"], progress["batchId"], batchCounters(progress))
+            except Exception:  # noqa: BLE001 - Spark's listener bus must go on; say what is missing
+                log.error("The counters of %s batch %d could not be added to state.dir (metrics() will miss them)",
+                          stats.name, progress["batchId"], exc_info=True)
         stats = self.progress.onProgress(progress)
         if stats is not None and self.mode == "plain":
             print(self.progress.batchLine(stats), flush=True)

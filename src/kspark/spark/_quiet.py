@@ -23,11 +23,11 @@ the JVM's stderr unfiltered.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
 import re
-import subprocess
 import sys
 import threading
 import warnings
@@ -46,8 +46,11 @@ NOISE = (
 """Prefixes of JVM stderr lines dropped unless verbose; a blank line right after a dropped line
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
-STOPPING_NOISE = re.compile(r".* ERROR WriteToDataSourceV2Exec: Data source write support .* is abort(ing|ed)\.$")
-"""What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch while it writes: the
+STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: Data source write support .* (is aborting|aborted)\."
+                            r"|WARN TaskSetManager: Lost task .*"
+                            r"|ERROR TorrentBroadcast: Store broadcast \S+ fail, remove all pieces of the broadcast)$")
+"""What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
+killed ("Lost task ..."), a broadcast being stored for the batch's plan is given up, and the
 batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
@@ -107,7 +110,14 @@ def driverJavaOptions(given: str | None) -> str:
 def launchGateway(options: dict[str, str], master: str) -> None:
     """Start the driver JVM as pyspark would (``spark-submit`` with ``options`` as ``--conf``),
     with its stderr piped through :func:`_pump`; nothing if a JVM is already up or pyspark was
-    told to use an existing one (``PYSPARK_GATEWAY_PORT``)."""
+    told to use an existing one (``PYSPARK_GATEWAY_PORT``).
+
+    Raises
+    ------
+    ConfigException
+        If the JVM exits before it is up (pyspark's ``JAVA_GATEWAY_EXITED``), naming
+        ``kspark.spark.master`` and with Spark's reason (the last lines of its stderr).
+    """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -120,18 +130,36 @@ def launchGateway(options: dict[str, str], master: str) -> None:
         conf.set(key, value)
     # detached (kspark run): a terminal's Ctrl-C reaches the driver only, which stops the queries
     # cleanly, instead of also interrupting the JVM's Python workers in the middle of a batch
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": detachJvm})
-    threading.Thread(target=_pump, args=(gateway.proc.stderr,), name="kspark-jvm-stderr", daemon=True).start()
+    readEnd, writeEnd = os.pipe()
+    recent: collections.deque = collections.deque(maxlen=20)
+    pump = threading.Thread(target=_pump, args=(os.fdopen(readEnd, "rb"), recent), name="kspark-jvm-stderr", daemon=True)
+    pump.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": writeEnd, "start_new_session": detachJvm})
+    except Exception as e:
+        os.close(writeEnd)
+        pump.join(5)  # the JVM exited: its stderr ends
+        from ..errors import ConfigException
+
+        reason = "\n".join(line.rstrip() for line in recent) or "(nothing on its stderr)"
+        raise ConfigException(f"Invalid value {master} for configuration kspark.spark.master: Spark did not start "
+                              f"({type(e).__name__}: {e}). Spark said:\n{reason}") from e
+    os.close(writeEnd)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
 
-def _pump(stream) -> None:
+def _pump(stream, recent: collections.deque | None = None) -> None:
     """Copy the JVM's stderr to ``sys.stderr`` line by line (looked up per line, so a live
-    progress view that redirects ``sys.stderr`` prints them above itself), without :data:`NOISE`.
-    Reads to the end whatever happens to the writes: the JVM blocks once the pipe is full."""
+    progress view that redirects ``sys.stderr`` prints them above itself), without :data:`NOISE`;
+    the last lines of an error (from a line naming an exception or error on, without stack
+    frames) also go to ``recent``. Reads to the end whatever happens to the writes: the JVM
+    blocks once the pipe is full."""
     dropped = False
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
+        if recent is not None and ("Exception" in line or "Error" in line or recent) and line.strip() \
+                and not line.lstrip().startswith("at "):
+            recent.append(line)
         if not _showAll:
             if line.startswith(NOISE) or (dropped and not line.strip()) or _expectedWhileStopping(line):
                 dropped = bool(line.strip())

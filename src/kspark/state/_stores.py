@@ -5,6 +5,7 @@ import logging
 from typing import Any, NamedTuple
 
 from ..serialization import Serde
+from ._window import SessionWindow, TimeWindow, Windowed
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
@@ -273,6 +274,17 @@ class WindowStore(_TimeOrderedStoreBase):
         super().__init__(name, keySerde, valueSerde, persistent, retentionMs)
         self._windowSizeMs = windowSizeMs
         self._purgedAt = -1  # self._data: (start, keyBytes) -> (key, value)
+        # key bytes -> sorted window starts: built on the first key range read (sliding windows)
+        # and kept from then on; point reads (time windows) never need it
+        self._index: dict[bytes, list[int]] | None = None
+
+    def restore(self, data: dict) -> None:
+        super().restore(data)
+        self._index = None
+
+    def mergeSnapshot(self, data: dict) -> None:
+        super().mergeSnapshot(data)
+        self._index = None
 
     def windowSize(self) -> int:
         return self._windowSizeMs
@@ -290,18 +302,52 @@ class WindowStore(_TimeOrderedStoreBase):
         if not windowStartTimestamp > self._observed - self._retentionMs:  # _live
             log.warning("Skipping record for expired segment.")
             return
+        index = self._index
         if value is None:
-            self._data.pop((windowStartTimestamp, kb), None)
+            if self._data.pop((windowStartTimestamp, kb), None) is not None and index is not None:
+                starts = index[kb]
+                del starts[bisect.bisect_left(starts, windowStartTimestamp)]
         else:
             t = type(value)  # _freeze's checks inline: a count's ValueAndTimestamp(int) is kept as it is
             if t not in _IMMUTABLE and (t is not ValueAndTimestamp or type(value[0]) not in _IMMUTABLE):
                 value = self._freeze(value)
-            self._data[(windowStartTimestamp, kb)] = (key, value)
+            data = self._data
+            if index is not None and (windowStartTimestamp, kb) not in data:
+                starts = index.get(kb)
+                if starts is None:
+                    index[kb] = [windowStartTimestamp]
+                else:
+                    bisect.insort(starts, windowStartTimestamp)
+            data[(windowStartTimestamp, kb)] = (key, value)
         if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
             # keep the window starting exactly at observed - retention: the time-ordered read of
             # emit-final (_fetchAllTimeFirst) still returns it
-            self._data = {k: v for k, v in self._data.items() if k[0] >= self._observed - self._retentionMs}
+            bound = self._observed - self._retentionMs
+            self._data = {k: v for k, v in self._data.items() if k[0] >= bound}
+            if index is not None:
+                for kb_ in list(index):
+                    starts = index[kb_]
+                    del starts[:bisect.bisect_left(starts, bound)]
+                    if not starts:
+                        del index[kb_]
             self._purgedAt = self._observed
+
+    def _windowsOfKey(self, kb: bytes, timeFrom: int, timeTo: int) -> list:
+        """``(start, value)`` of the live windows of key bytes ``kb`` starting in ``[timeFrom,
+        timeTo]``, by start (Kafka's ``fetch(key, from, to)``: reads start at ``observed -
+        retention + 1``)."""
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            for start, k in sorted(self._data):
+                index.setdefault(k, []).append(start)
+        starts = index.get(kb)
+        if not starts:
+            return []
+        lower = max(timeFrom, self._observed - self._retentionMs + 1)
+        data, thaw = self._data, self._thaw
+        return [(start, thaw(data[(start, kb)][1]))
+                for start in starts[bisect.bisect_left(starts, lower):bisect.bisect_right(starts, timeTo)]]
 
     def fetch(self, key: Any, timeFrom: int, timeTo: int | None = None):
         """``fetch(key, start)``: the value of that window (or None); ``fetch(key, from, to)``:
@@ -336,7 +382,6 @@ class WindowStore(_TimeOrderedStoreBase):
         return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs)
 
     def _windowsFrom(self, timeFrom: int, timeTo: int, oldest: int) -> KeyValueIterator:
-        from ..dsl._windows import TimeWindow, Windowed
         from ..keyvalue import KeyValue
 
         lower = max(timeFrom, oldest)
@@ -347,7 +392,6 @@ class WindowStore(_TimeOrderedStoreBase):
 
     def all(self) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window."""
-        from ..dsl._windows import TimeWindow, Windowed
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([
@@ -504,7 +548,6 @@ class SessionStore(_TimeOrderedStoreBase):
 
     def _iterator(self, entries) -> KeyValueIterator:
         """``entries`` as (end, start, key, aggregate) tuples -> ``KeyValue(Windowed, aggregate)``."""
-        from ..dsl._windows import SessionWindow, Windowed
         from ..keyvalue import KeyValue
 
         return KeyValueIterator([KeyValue(Windowed(key, SessionWindow(start, end)), aggregate)
@@ -586,12 +629,14 @@ class SessionBytesStoreSupplier(NamedTuple):
 
 
 class WindowBytesStoreSupplier(NamedTuple):
-    """Names a window store: retention and window size in ms (Kafka ``WindowBytesStoreSupplier``)."""
+    """Names a window store: retention and window size in ms, whether it keeps every value put
+    (``retainDuplicates``: the stores of stream-stream joins) (Kafka ``WindowBytesStoreSupplier``)."""
 
     name: str
     retentionPeriod: int
     windowSize: int
     persistent: bool
+    retainDuplicates: bool = False
 
 
 class KeyValueBytesStoreSupplier(NamedTuple):
@@ -653,6 +698,12 @@ class StoreBuilder:
                                 s.persistent, s.retentionPeriod)
         if isinstance(self._supplier, WindowBytesStoreSupplier):
             s = self._supplier
+            if s.retainDuplicates:
+                from ._join_stores import DuplicatesWindowStore
+
+                return DuplicatesWindowStore(s.name, self._keySerde or defaultKeySerde,
+                                             self._valueSerde or defaultValueSerde, s.persistent, s.retentionPeriod,
+                                             s.windowSize)
             store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
                                 s.persistent, s.retentionPeriod, s.windowSize)
             store.timestamped = self._timestampedWindows
@@ -684,7 +735,9 @@ class Stores:
 
     @staticmethod
     def inMemoryWindowStore(name: str, retentionPeriod, windowSize, retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
-        """A window store keeping windows for ``retentionPeriod`` (ms or timedelta) after their start."""
+        """A window store keeping windows for ``retentionPeriod`` (ms or timedelta) after their start;
+        with ``retainDuplicates`` every value put is kept (what a stream-stream join's
+        ``StreamJoined.withThisStoreSupplier`` needs)."""
         return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=False)
 
     @staticmethod
@@ -747,9 +800,7 @@ def _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persist
     if size > retention:
         raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
                          f"Got size=[{size}], retention=[{retention}]")
-    if retainDuplicates:
-        raise NotImplementedError("retainDuplicates window stores (stream-stream joins) are not supported yet")
-    return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent)
+    return WindowBytesStoreSupplier(_checkName(name), retention, size, persistent, bool(retainDuplicates))
 
 
 def _sessionSupplier(name, retentionPeriod, persistent) -> SessionBytesStoreSupplier:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dsl._windows import TimeWindow, Windowed
+from ..state._window import TimeWindow, Windowed
 from ..keyvalue import KeyValue
 from ..state import KeyValueIterator, ValueAndTimestamp
 

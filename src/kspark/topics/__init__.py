@@ -1,10 +1,10 @@
 """Topics: kspark's embedded default "Kafka" (local, file-backed, partitioned logs) and Kafka
 itself, behind one interface (:class:`Topics`); no pyspark here."""
 
-from ._api import READ_SCHEMA, RECORD_SCHEMA, OffsetOutOfRangeException, Topics, openTopics
+from ._api import READ_SCHEMA, RECORD_SCHEMA, CorruptRecordException, OffsetOutOfRangeException, Topics, openTopics
 from ._local import LocalTopics, TopicExistsException, UnknownTopicOrPartitionException
 
-__all__ = ["READ_SCHEMA", "RECORD_SCHEMA", "LocalTopics", "OffsetOutOfRangeException", "TopicExistsException", "Topics",
+__all__ = ["READ_SCHEMA", "RECORD_SCHEMA", "CorruptRecordException", "LocalTopics", "OffsetOutOfRangeException", "TopicExistsException", "Topics",
            "UnknownTopicOrPartitionException", "openTopics"]
 
 

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-__all__ = ["RECORD_SCHEMA", "READ_SCHEMA", "OffsetOutOfRangeException", "Topics", "openTopics"]
+__all__ = ["RECORD_SCHEMA", "READ_SCHEMA", "CorruptRecordException", "OffsetOutOfRangeException", "Topics", "openTopics"]
 
 RECORD_SCHEMA = pa.schema(
     [
@@ -29,6 +29,12 @@ READ_SCHEMA = pa.schema([pa.field("offset", pa.int64(), nullable=False), *RECORD
 class OffsetOutOfRangeException(Exception):
     """A position is outside a partition's log and the reset policy is ``none`` (Kafka
     ``OffsetOutOfRangeException`` / ``NoOffsetForPartitionException``)."""
+
+
+class CorruptRecordException(Exception):
+    """Stored records fail their checksum, are truncated or cannot be parsed (Kafka
+    ``CorruptRecordException``); the message names the topic-partition, the offset range and the
+    file."""
 
 
 class Topics(ABC):

@@ -11,12 +11,12 @@ consumer group ``application.id`` (``exactly_once_v2``, as Kafka Streams' ``Stre
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-import numpy as np
 import pyarrow as pa
 
 from ._api import READ_SCHEMA, OffsetOutOfRangeException, Topics
@@ -45,12 +45,19 @@ _JAVA_ONLY = {
     "partition.assignment.strategy", "exclude.internal.topics", "allow.auto.create.topics", "enable.metrics.push",
 }
 _JAAS = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+_RENAMED = {  # Java client key -> librdkafka's name for the same setting
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+    "max.request.size": "message.max.bytes",
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+}
 
 
 def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | None = None) -> dict[str, str]:
     """``props`` (Java client keys, as ``StreamsConfig.clientConfigs`` gives them) as a librdkafka
     configuration: the same keys where librdkafka has them (most do), ``sasl.jaas.config``'s
-    ``username``/``password`` as ``sasl.username``/``sasl.password``, and keys with no librdkafka
+    ``username``/``password`` as ``sasl.username``/``sasl.password``, a few keys under librdkafka's
+    names (``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ...), and keys with no librdkafka
     meaning dropped, with one WARNING each (logger ``kspark.topics``) for those in ``userKeys`` (the
     keys the user set; the default: all).
 
@@ -75,7 +82,7 @@ def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | N
             if userKeys is None or key in userKeys:
                 log.warning("%s config %s has no librdkafka equivalent and is ignored", kind, key)
             continue
-        conf[key] = str(value)
+        conf[_RENAMED.get(key, key)] = str(value)
     probe = {**conf, "group.id": conf.get("group.id", "kspark-config-probe")} if kind == "consumer" else dict(conf)
     for _ in range(len(conf) + 1):
         try:
@@ -316,49 +323,35 @@ class KafkaTopics(Topics):
         consumer = _pooledConsumer(self.consumerConfig)
         consumer.assign([TopicPartition(name, partition, start)])
         try:
-            offsets: list[int] = []
-            timestamps: list[int] = []
-            keys: list = []
-            values: list = []
-            headers: list = []
+            pending: list = []  # messages of the range not yet yielded, in offset order
             deadline = time.monotonic() + self.timeoutS
             done = False
             while not done:
-                messages = consumer.consume(num_messages=min(maxRows - len(offsets), 100_000), timeout=1.0)
+                messages = consumer.consume(num_messages=min(maxRows, 100_000), timeout=0.05)
                 if messages:
                     deadline = time.monotonic() + self.timeoutS
-                for m in messages:
-                    error = m.error()
-                    if error is not None:
+                    data = [m for m in messages if m.error() is None]
+                    for m in messages if len(data) < len(messages) else ():
+                        error = m.error()
+                        if error is None:
+                            continue
                         code = error.code()
                         if code == KafkaError._PARTITION_EOF:
-                            if m.offset() >= end:
-                                done = True
-                                break
-                            continue  # the log end passed below the planned end: wait for it
-                        if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                            done = done or m.offset() >= end  # else the log end is below the plan: wait
+                        elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             raise OffsetOutOfRangeException(
                                 f"Offset {start} of {name}-{partition} is out of range (the log starts later): {error.str()}")
-                        if error.fatal() or not error.retriable():
+                        elif error.fatal() or not error.retriable():
                             raise _unreachable(self.servers, f"reading {name}-{partition} at {start}: {error.str()}",
                                                self.timeoutS)
-                        continue
-                    offset = m.offset()
-                    if offset >= end:
+                    if data and data[-1].offset() >= end - 1:  # the range's last offset reached: cut there
                         done = True
-                        break
-                    offsets.append(offset)
-                    timestamps.append(m.timestamp()[1])
-                    keys.append(m.key())
-                    values.append(m.value())
-                    h = m.headers()
-                    headers.append(encodeHeaders(tuple(h)) if h else None)
-                    if offset == end - 1:
-                        done = True
-                        break
-                if len(offsets) >= maxRows or (done and offsets):
-                    yield _readTable(offsets, timestamps, keys, values, headers)
-                    offsets, timestamps, keys, values, headers = [], [], [], [], []
+                        offsets = [m.offset() for m in data]
+                        data = data[:bisect.bisect_left(offsets, end)]
+                    pending += data
+                while len(pending) >= maxRows or (done and pending):
+                    chunk, pending = pending[:maxRows], pending[maxRows:]
+                    yield _messagesTable(chunk, encodeHeaders)
                 if not done and time.monotonic() > deadline:
                     raise _unreachable(self.servers, f"reading {name}-{partition} [{start}, {end}) made no progress",
                                       self.timeoutS)
@@ -417,10 +410,15 @@ def _transient(error) -> bool:
         KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT)
 
 
-def _readTable(offsets, timestamps, keys, values, headers) -> pa.Table:
+def _messagesTable(messages: list, encodeHeaders) -> pa.Table:
+    """Consumed messages as a ``READ_SCHEMA`` table (one comprehension per column: a call per
+    record and column is the cost of reading Kafka from Python)."""
+    headers = [m.headers() for m in messages]
     return pa.Table.from_arrays(
-        [pa.array(np.asarray(offsets, np.int64)), pa.array(np.asarray(timestamps, np.int64)),
-         pa.array(keys, pa.binary()), pa.array(values, pa.binary()), pa.array(headers, pa.binary())],
+        [pa.array([m.offset() for m in messages], pa.int64()),
+         pa.array([m.timestamp()[1] for m in messages], pa.int64()),
+         pa.array([m.key() for m in messages], pa.binary()), pa.array([m.value() for m in messages], pa.binary()),
+         pa.array([encodeHeaders(tuple(h)) if h else None for h in headers], pa.binary())],
         schema=READ_SCHEMA)
 
 
@@ -452,6 +450,9 @@ def _pooledConsumer(config: Mapping[str, str]):
         consumer = _CONSUMERS[key] = Consumer({
             **config, "group.id": config.get("group.id", "kspark-reader"), "enable.auto.commit": "false",
             "enable.auto.offset.store": "false", "enable.partition.eof": "true", "auto.offset.reset": "error",
+            # a range ends where it was planned: a fetch that finds nothing new (a partition whose
+            # last offset is a commit marker) should answer at once, not after Kafka's 500 ms
+            "fetch.wait.max.ms": config.get("fetch.wait.max.ms", "10"),
             "logger": _librdkafkaLog,
         })
     return consumer

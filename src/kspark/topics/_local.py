@@ -2,16 +2,27 @@
 
 Layout under ``root``::
 
-    <root>/<topic>/topic.json                      {"name": ..., "partitions": n}
+    <root>/<topic>/topic.json                      {"name": ..., "partitions": n, "config": {...}, "id": ...}
     <root>/<topic>/<partition>/manifest.jsonl      one JSON line per committed segment
     <root>/<topic>/<partition>/<start:020d>.arrow  Arrow IPC file with ``RECORD_SCHEMA`` rows
     <root>/<topic>/<partition>/.lock               flock'd by appenders
-    <root>/<topic>/<partition>/_staging/           segments staged by writers (``appendFile``)
+    <root>/~staging/<producer>/                    segments staged by writers (``appendFile``)
 
 Offsets are implicit and dense per partition, starting at 0: the rows of a segment whose
-manifest line says ``start``/``count`` have offsets ``start .. start + count - 1``. Only
-newline-terminated manifest lines are trusted, so a crash at any point of an append leaves
-either the old or the new log, never a partial one.
+manifest line says ``start``/``count`` have offsets ``start .. start + count - 1``. An append
+places its segment file, then replaces the manifest with a copy holding one more line (written,
+fsynced, renamed), so a crash at any point leaves either the old or the new log, never a partial
+one; a manifest that cannot be parsed, or segment files without a manifest, is an error naming the
+file and line (never read as an empty partition).
+
+Integrity: a manifest line records its segment's size in bytes and a CRC-32 of every Arrow
+record batch in it (over the batch's buffers, as Kafka keeps a CRC per record batch); readers
+check the size and the CRCs of the batches they read, and a mismatch, a truncated or unparsable
+segment raises ``CorruptRecordException`` naming the topic-partition, offset range and file.
+Segments written before checksums existed are read unchecked.
+
+A topic's id (``topic.json``, a random UUID given at creation) tells a topic deleted and
+created again from the old one (Kafka's topic id); topics created before ids existed have none.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import re
 import shutil
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,18 +44,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ._api import READ_SCHEMA, RECORD_SCHEMA, Topics
+from ._api import READ_SCHEMA, RECORD_SCHEMA, CorruptRecordException, Topics
 
-__all__ = ["RECORD_SCHEMA", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
+__all__ = ["RECORD_SCHEMA", "SEGMENT_BATCH_ROWS", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
 
 _MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _TOPIC_FILE = "topic.json"
 _MANIFEST = "manifest.jsonl"
 _LOCK = ".lock"
-_STAGING = "_staging"
-# Topic directories being created or deleted carry '~', which no legal topic name contains.
+# Names with '~', which no legal topic name contains: topic directories being created or deleted,
+# and the writers' staging area.
 _TRANSIENT_MARK = "~"
+_STAGING = "~staging"
 
 
 class TopicExistsException(Exception):
@@ -87,6 +100,30 @@ def _unknownTopic(name: str) -> UnknownTopicOrPartitionException:
     return UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
 
 
+def localPath(root: str | os.PathLike) -> str:
+    """``root`` as an absolute local path: a path (relative ones against the current directory)
+    or a ``file:`` URI.
+
+    Raises
+    ------
+    ValueError
+        For a URI of another scheme (``hdfs://``...): local topics are plain files.
+    """
+    text = os.fspath(root)
+    scheme = re.match(r"([a-zA-Z][a-zA-Z0-9+.-]*):", text)
+    if scheme and len(scheme.group(1)) > 1:  # not a Windows drive letter
+        if scheme.group(1).lower() != "file":
+            raise ValueError(f"Local topics need a local or mounted directory, not {text} "
+                             "(kspark.topics.dir: a path or a file: URI; use bootstrap.servers for Kafka)")
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(text)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"Local topics need a local path, not the remote file URI {text}")
+        text = unquote(parsed.path)
+    return os.path.abspath(text)
+
+
 def _segmentName(start: int) -> str:
     return f"{start:020d}.arrow"
 
@@ -107,9 +144,33 @@ def _fsyncFile(path: Path) -> None:
         os.close(fd)
 
 
-def _committedLines(data: bytes) -> list[bytes]:
-    """The newline-terminated lines of a manifest; a torn last line is not committed."""
-    return data.split(b"\n")[:-1]
+SEGMENT_BATCH_ROWS = 65536
+"""Most records in one record batch of a segment: a read checks the CRCs of the batches it
+overlaps, so a small read of a large segment reads and checks little more than it needs."""
+
+
+def segmentChecksums(path: str | os.PathLike) -> list[int]:
+    """CRC-32 of every record batch of the Arrow IPC file ``path``, over the batch's buffers
+    (what a manifest line records in ``crc32``)."""
+    with pa.memory_map(str(path)) as source:
+        reader = pa.ipc.open_file(source)
+        return [_batchChecksum(reader.get_batch(i)) for i in range(reader.num_record_batches)]
+
+
+def _batchChecksum(batch: pa.RecordBatch) -> int:
+    crc = zlib.crc32(batch.num_rows.to_bytes(8, "little"))
+    for column in batch.columns:
+        for buffer in column.buffers():
+            if buffer is not None:
+                crc = zlib.crc32(buffer, crc)
+    return crc
+
+
+def _safeName(name: str) -> str:
+    """``name`` as one path component: itself when it is a legal topic name, else a digest."""
+    if _isLegalTopicName(name):
+        return name
+    return "h" + uuid.uuid5(uuid.NAMESPACE_URL, name).hex
 
 
 class LocalTopics(Topics):
@@ -121,11 +182,18 @@ class LocalTopics(Topics):
     Parameters
     ----------
     root : str or os.PathLike
-        Directory holding the topics; created if missing.
+        Directory holding the topics (a path, relative ones against the current directory, or a
+        ``file:`` URI); created if missing. On a cluster it must be a directory every machine
+        mounts at the same path (e.g. NFS).
+
+    Raises
+    ------
+    ValueError
+        If ``root`` is a URI of another scheme than ``file``: local topics are plain files.
     """
 
     def __init__(self, root: str | os.PathLike) -> None:
-        self._root = Path(root)
+        self._root = Path(localPath(root))
         self._root.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -175,7 +243,9 @@ class LocalTopics(Topics):
             tmp.mkdir()
             for partition in range(numPartitions):
                 (tmp / str(partition)).mkdir()
-            (tmp / _TOPIC_FILE).write_text(json.dumps({"name": name, "partitions": numPartitions, "config": config}))
+                (tmp / str(partition) / _MANIFEST).touch()
+            meta = {"name": name, "partitions": numPartitions, "config": config, "id": str(uuid.uuid4())}
+            (tmp / _TOPIC_FILE).write_text(json.dumps(meta))
             _fsyncFile(tmp / _TOPIC_FILE)
             try:
                 os.rename(tmp, self._root / name)
@@ -245,23 +315,28 @@ class LocalTopics(Topics):
         UnknownTopicOrPartitionException
             If the topic or partition does not exist.
         """
-        manifest = self._partitionDir(name, partition) / _MANIFEST
+        partDir = self._partitionDir(name, partition)
         try:
-            with open(manifest, "rb") as f:
+            with open(partDir / _MANIFEST, "rb") as f:
                 size = f.seek(0, os.SEEK_END)
-                # The last committed line is short; read a tail that holds it, else the whole file.
+                # The last line is short; read a tail that holds it, else the whole file.
                 tail = min(size, 4096)
                 f.seek(size - tail)
-                lines = _committedLines(f.read(tail))
-                if tail < size and len(lines) < 2:
+                data = f.read(tail)
+                if tail < size and data.count(b"\n") < 2:
                     f.seek(0)
-                    lines = _committedLines(f.read())
+                    data = f.read()
         except FileNotFoundError:
+            data = self._manifestBytes(partDir, name, partition)  # raises unless never written
+        if not data:
             return 0
-        if not lines:
-            return 0
-        last = json.loads(lines[-1])
-        return last["start"] + last["count"]
+        try:
+            last = json.loads(data[:-1].rsplit(b"\n", 1)[-1]) if data.endswith(b"\n") else None
+            return last["start"] + last["count"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        entries = self._readManifest(partDir, name, partition)  # raises naming the damaged line
+        return entries[-1]["start"] + entries[-1]["count"] if entries else 0
 
     def endOffsets(self, name: str) -> dict[int, int]:
         """End offset of every partition of ``name``: partition -> next offset to be written.
@@ -290,21 +365,24 @@ class LocalTopics(Topics):
         return dict.fromkeys(range(numPartitions), 0)
 
     def topicId(self, name: str) -> str | None:
-        """None: local topics have no id yet."""
-        return None
+        """The id given to topic ``name`` when it was created (a new one when it is deleted and
+        created again); None for a missing topic or one created before topics had ids."""
+        if not _isLegalTopicName(name):
+            return None
+        try:
+            meta = json.loads((self._root / name / _TOPIC_FILE).read_text())
+        except FileNotFoundError:
+            return None
+        return meta.get("id")
 
     # ------------------------------------------------------------------ writes
 
-    def stagingDir(self, name: str, partition: int) -> str:
-        """Directory (created) for segment files to be committed with :meth:`appendFile`.
-
-        Raises
-        ------
-        UnknownTopicOrPartitionException
-            If the topic or partition does not exist.
-        """
-        staging = self._partitionDir(name, partition) / _STAGING
-        staging.mkdir(exist_ok=True)
+    def stagingDir(self, producer: str) -> str:
+        """Directory (created) of ``producer`` for segment files to be committed with
+        :meth:`appendFile` to any partition (same file system as the logs). What the producer
+        leaves there is its own to delete."""
+        staging = self._root / _STAGING / _safeName(producer)
+        staging.mkdir(parents=True, exist_ok=True)
         return str(staging)
 
     def append(
@@ -347,12 +425,14 @@ class LocalTopics(Topics):
         partDir = self._partitionDir(name, partition)
         table = self._toRecordTable(name, partition, table)
 
-        def writeSegment(target: Path) -> None:
+        def writeSegment(target: Path) -> tuple[int, list[int]]:
             tmp = target.with_name(f".{target.name}.tmp")
             with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
-                writer.write_table(table)
+                writer.write_table(table, max_chunksize=SEGMENT_BATCH_ROWS)
             _fsyncFile(tmp)
+            checksums = segmentChecksums(tmp)
             os.replace(tmp, target)
+            return os.path.getsize(target), checksums
 
         return self._commitSegment(partDir, table.num_rows, writeSegment, (producer, sequence, index))
 
@@ -365,6 +445,7 @@ class LocalTopics(Topics):
         producer: str | None = None,
         sequence: int | None = None,
         index: int = 0,
+        checksums: list[int] | None = None,
     ) -> int:
         """Append an already-written Arrow IPC file as one segment of ``name``-``partition``.
 
@@ -381,6 +462,8 @@ class LocalTopics(Topics):
             Arrow IPC file (random-access format) with exactly ``RECORD_SCHEMA``.
         producer, sequence, index
             Idempotent-producer id of this append, as in :meth:`append`.
+        checksums : list of int, optional
+            :func:`segmentChecksums` of the file, when its writer computed them (else computed here).
 
         Returns
         -------
@@ -404,10 +487,17 @@ class LocalTopics(Topics):
                     f"but topics store\n{RECORD_SCHEMA}"
                 )
             count = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            if checksums is not None and len(checksums) != reader.num_record_batches:
+                raise ValueError(f"Segment file {path} for {name}-{partition} has {reader.num_record_batches} "
+                                 f"record batches but {len(checksums)} checksums were given")
         _fsyncFile(path)
+        if checksums is None:
+            checksums = segmentChecksums(path)
 
-        def moveSegment(target: Path) -> None:
+        def moveSegment(target: Path) -> tuple[int, list[int]]:
+            size = os.path.getsize(path)
             os.replace(path, target)
+            return size, checksums
 
         base = self._commitSegment(partDir, count, moveSegment, (producer, sequence, index))
         path.unlink(missing_ok=True)  # left over when nothing was written
@@ -509,7 +599,7 @@ class LocalTopics(Topics):
         if start < 0:
             raise ValueError(f"Offset {start} for {name}-{partition} is negative")
         partDir = self._partitionDir(name, partition)
-        entries = self._readManifest(partDir)
+        entries = self._readManifest(partDir, name, partition)
         end = min(end, entries[-1]["start"] + entries[-1]["count"]) if entries else 0
         if start >= end:
             return READ_SCHEMA.empty_table()
@@ -520,11 +610,9 @@ class LocalTopics(Topics):
         for entry in entries[first:]:
             if entry["start"] >= end:
                 break
-            with pa.memory_map(str(partDir / entry["segment"])) as source:
-                segment = pa.ipc.open_file(source).read_all()
             lo = max(start, entry["start"]) - entry["start"]
             hi = min(end, entry["start"] + entry["count"]) - entry["start"]
-            piece = segment.slice(lo, hi - lo)
+            piece = self._readSegment(partDir, name, partition, entry, lo, hi)
             if logAppendTime:  # the log's append time replaces the producer's timestamp
                 index = piece.schema.get_field_index("timestamp")
                 piece = piece.set_column(index, "timestamp", pa.array(np.full(piece.num_rows, entry["appendTime"], dtype=np.int64)))
@@ -554,12 +642,96 @@ class LocalTopics(Topics):
         return partDir
 
     @staticmethod
-    def _readManifest(partDir: Path) -> list[dict]:
+    def _readSegment(partDir: Path, name: str, partition: int, entry: dict, lo: int, hi: int) -> pa.Table:
+        """Rows ``[lo, hi)`` of the segment of manifest line ``entry``, their record batches'
+        checksums verified (see the module doc)."""
+        path = partDir / entry["segment"]
+        first, count = entry["start"], entry["count"]
+
+        def corrupt(what: str) -> CorruptRecordException:
+            return CorruptRecordException(f"Segment file {path} of {name}-{partition} (offsets {first}..{first + count - 1}) "
+                                          f"{what}")
+
         try:
-            data = (partDir / _MANIFEST).read_bytes()
+            size = os.path.getsize(path)
         except FileNotFoundError:
-            return []
-        return [json.loads(line) for line in _committedLines(data)]
+            raise corrupt("is missing") from None
+        if entry.get("bytes") is not None and size != entry["bytes"]:
+            raise corrupt(f"has {size} bytes, not the {entry['bytes']} its manifest line records (truncated or overwritten)")
+        checksums = entry.get("crc32")
+        batches = []
+        try:
+            with pa.memory_map(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                if not reader.schema.equals(RECORD_SCHEMA):
+                    raise corrupt(f"has the schema {reader.schema}, not {RECORD_SCHEMA}")
+                if checksums is not None and len(checksums) != reader.num_record_batches:
+                    raise corrupt(f"has {reader.num_record_batches} record batches, not the {len(checksums)} "
+                                  "its manifest line records")
+                row = 0
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    n = batch.num_rows
+                    if row < hi and row + n > lo:
+                        if checksums is not None and _batchChecksum(batch) != checksums[i]:
+                            raise corrupt(f"fails the CRC-32 check of its record batch {i} "
+                                          f"(offsets {first + row}..{first + row + n - 1})")
+                        begin = max(lo, row)
+                        batches.append(batch.slice(begin - row, min(hi, row + n) - begin))
+                    row += n
+        except (pa.ArrowException, OSError) as e:
+            raise corrupt(f"cannot be read: {e}") from e
+        if row != count:
+            raise corrupt(f"holds {row} records, not the {count} its manifest line records")
+        return pa.Table.from_batches(batches, schema=RECORD_SCHEMA)
+
+    def _readManifest(self, partDir: Path, name: str, partition: int) -> list[dict]:
+        return self._parseManifest(self._manifestBytes(partDir, name, partition), partDir / _MANIFEST, name, partition)
+
+    def _manifestBytes(self, partDir: Path, name: str, partition: int) -> bytes:
+        """The manifest's bytes; empty for a partition never written (no manifest, no segment,
+        created before topics got an empty manifest at creation)."""
+        path = partDir / _MANIFEST
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            pass
+        segments = sorted(n for n in os.listdir(partDir) if n.endswith(".arrow"))
+        if segments or self.topicId(name) is not None:
+            raise CorruptRecordException(
+                f"The manifest {path} of {name}-{partition} is missing"
+                + (f", but the partition holds {len(segments)} segment files ({segments[0]}, ...)" if segments else "")
+                + "; without it the partition's records cannot be read. Restore the file from a backup or delete the topic.")
+        return b""
+
+    @staticmethod
+    def _parseManifest(data: bytes, path: Path, name: str, partition: int) -> list[dict]:
+        """The manifest's lines as dicts; raises ``CorruptRecordException`` naming the file and
+        line if one cannot be parsed, lacks its final newline or does not start where the previous
+        line ends."""
+        lines = data.split(b"\n")
+        if lines[-1]:
+            raise CorruptRecordException(
+                f"The manifest {path} of {name}-{partition} is damaged: line {len(lines)} has no final newline "
+                f"(manifests are replaced whole, so a crash cannot leave one): {lines[-1][:200]!r}")
+        entries: list[dict] = []
+        for number, line in enumerate(lines[:-1], 1):
+            end = entries[-1]["start"] + entries[-1]["count"] if entries else 0
+            try:
+                entry = json.loads(line)
+                valid = (isinstance(entry["segment"], str) and type(entry["start"]) is int
+                         and type(entry["count"]) is int and entry["count"] > 0)
+            except (ValueError, KeyError, TypeError):
+                valid = False
+            if not valid:
+                raise CorruptRecordException(
+                    f"The manifest {path} of {name}-{partition} is damaged: line {number} cannot be parsed: {line[:200]!r}")
+            if entry["start"] != end:
+                raise CorruptRecordException(
+                    f"The manifest {path} of {name}-{partition} is damaged: line {number} starts at offset "
+                    f"{entry['start']}, but the lines before it end at offset {end}")
+            entries.append(entry)
+        return entries
 
     @staticmethod
     @contextmanager
@@ -578,18 +750,15 @@ class LocalTopics(Topics):
         placeSegment: Callable[[Path], None],
         producerId: tuple[str | None, int | None, int],
     ) -> int:
-        """Under the partition lock: dedupe, place the segment file, then append its manifest line."""
+        """Under the partition lock: dedupe, place the segment file (``placeSegment`` returns its
+        size and checksums), then replace the manifest by one with the segment's line added."""
         producer, sequence, index = producerId
         idempotent = producer is not None and sequence is not None
+        name, partition = partDir.parent.name, int(partDir.name)
         with self._locked(partDir):
             manifest = partDir / _MANIFEST
-            try:
-                data = manifest.read_bytes()
-            except FileNotFoundError:
-                data = b""
-            lines = _committedLines(data)
-            committedSize = sum(len(line) + 1 for line in lines)
-            entries = [json.loads(line) for line in lines]
+            data = self._manifestBytes(partDir, name, partition)
+            entries = self._parseManifest(data, manifest, name, partition)
             if idempotent:
                 for entry in entries:
                     if (entry["producer"], entry["sequence"], entry["index"]) == (producer, sequence, index):
@@ -598,8 +767,7 @@ class LocalTopics(Topics):
             if count == 0:
                 return start
             segment = _segmentName(start)
-            placeSegment(partDir / segment)
-            _fsyncDir(partDir)
+            size, checksums = placeSegment(partDir / segment)
             line = json.dumps(
                 {
                     "segment": segment,
@@ -609,17 +777,17 @@ class LocalTopics(Topics):
                     "sequence": sequence if idempotent else None,
                     "index": index,
                     "appendTime": time.time_ns() // 1_000_000,
+                    "bytes": size,
+                    "crc32": checksums,
                 }
             ).encode() + b"\n"
-            fd = os.open(manifest, os.O_WRONLY | os.O_CREAT, 0o644)
-            try:
-                if committedSize != len(data):  # drop a torn line left by a crashed appender
-                    os.ftruncate(fd, committedSize)
-                os.lseek(fd, committedSize, os.SEEK_SET)
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            tmp = partDir / f".{_MANIFEST}.tmp"  # one appender at a time (the lock)
+            with open(tmp, "wb") as f:
+                f.write(data + line)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, manifest)
+            _fsyncDir(partDir)
             return start
 
     @staticmethod

@@ -7,7 +7,8 @@ import os
 import pyarrow as pa
 import pytest
 
-from kspark.topics import RECORD_SCHEMA, LocalTopics, TopicExistsException, UnknownTopicOrPartitionException
+from kspark.topics import (RECORD_SCHEMA, CorruptRecordException, LocalTopics, TopicExistsException,
+                           UnknownTopicOrPartitionException)
 
 
 def records(*values: str, ts: int = 1000) -> pa.Table:
@@ -47,7 +48,8 @@ def test_create_list_describe_delete(tmp_path, topics):
     assert topics.listTopics() == ["a.b_c-1", "orders"]
     assert topics.partitionsFor("orders") == 3
     assert topics.partitionsFor("missing") is None
-    assert json.loads((tmp_path / "orders" / "topic.json").read_text()) == {"name": "orders", "partitions": 3, "config": {}}
+    meta = json.loads((tmp_path / "orders" / "topic.json").read_text())
+    assert meta == {"name": "orders", "partitions": 3, "config": {}, "id": topics.topicId("orders")}
     assert topics.endOffsets("orders") == {0: 0, 1: 0, 2: 0}
     topics.deleteTopic("orders")
     assert topics.listTopics() == ["a.b_c-1"]
@@ -183,19 +185,101 @@ def test_idempotent_append_writes_once(tmp_path, topics):
     ]
 
 
-def test_torn_manifest_line_and_orphan_segment_are_ignored(tmp_path, topics):
+def test_orphan_segment_of_a_crashed_append_is_overwritten(tmp_path, topics):
     topics.append("orders", 0, records("a"))
     partDir = tmp_path / "orders" / "0"
-    # a crash after renaming segment 1 but while appending its manifest line
+    # a crash after placing segment 1, before the manifest was replaced
     with pa.OSFile(str(partDir / f"{1:020d}.arrow"), "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as w:
         w.write_table(records("orphan"))
-    with open(partDir / "manifest.jsonl", "ab") as f:
-        f.write(b'{"segment": "00000000000000000001.arr')
     assert topics.endOffset("orders", 0) == 1
     assert topics.read("orders", 0, 0, 10).column("value").to_pylist() == [b"a"]
-    assert topics.append("orders", 0, records("b", "c")) == 1  # overwrites the orphan, drops the torn line
+    assert topics.append("orders", 0, records("b", "c")) == 1  # overwrites the orphan
     assert topics.read("orders", 0, 0, 10).column("value").to_pylist() == [b"a", b"b", b"c"]
     assert [e["start"] for e in manifest(tmp_path, "orders", 0)] == [0, 1]
+
+
+def test_recreated_topic_gets_a_new_id(topics):
+    """Issue 22 item 2: the id tells a topic deleted and created again from the old one."""
+    first = topics.topicId("orders")
+    assert first and topics.topicId("orders") == first
+    topics.deleteTopic("orders")
+    topics.createTopic("orders", 3)
+    assert topics.topicId("orders") not in (None, first)
+    assert topics.topicId("missing") is None
+
+
+def test_topic_created_before_ids_has_none_and_still_works(tmp_path, topics):
+    (tmp_path / "old" / "0").mkdir(parents=True)  # as older versions laid it out: no id, no manifest yet
+    (tmp_path / "old" / "topic.json").write_text(json.dumps({"name": "old", "partitions": 1}))
+    assert topics.topicId("old") is None and topics.endOffset("old", 0) == 0
+    topics.append("old", 0, records("a"))
+    assert topics.read("old", 0, 0, 5).column("value").to_pylist() == [b"a"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.write_bytes(p.read_bytes()[:-1]), r"line 2 has no final newline"),
+    (lambda p: p.write_bytes(p.read_bytes().replace(b'"start": 2', b'"start": 3')),
+     r"line 2 starts at offset 3, but the lines before it end at offset 2"),
+    (lambda p: p.write_bytes(b"{not json\n" + p.read_bytes()), r"line 1 cannot be parsed: b'\{not json'"),
+    (lambda p: p.unlink(), r"is missing, but the partition holds 2 segment files"),
+])
+def test_damaged_manifest_is_an_error_naming_the_file_and_line(tmp_path, topics, damage, message):
+    """Issue 22 item 3: a manifest deleted or missing its final newline read as an empty partition."""
+    topics.append("orders", 0, records("a", "b"))
+    topics.append("orders", 0, records("c"))
+    path = tmp_path / "orders" / "0" / "manifest.jsonl"
+    damage(path)
+    calls = [lambda: topics.read("orders", 0, 0, 3), lambda: topics.append("orders", 0, records("d"))]
+    if "parsed" not in message and "starts at" not in message:  # endOffset reads the last line only
+        calls.append(lambda: topics.endOffset("orders", 0))
+    for call in calls:
+        with pytest.raises(CorruptRecordException, match=rf"manifest {path} of orders-0 (is damaged: )?{message}"):
+            call()
+
+
+def test_manifest_of_a_new_topic_deleted_is_an_error(tmp_path, topics):
+    (tmp_path / "orders" / "1" / "manifest.jsonl").unlink()
+    with pytest.raises(CorruptRecordException, match=r"manifest .*/orders/1/manifest.jsonl of orders-1 is missing;"):
+        topics.endOffset("orders", 1)
+
+
+def flipByte(path, position):
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_corrupt_or_truncated_segment_is_an_error_naming_topic_partition_offsets_and_file(tmp_path, topics):
+    """Issue 22 item 4: a one-byte change in a segment altered the output with no error."""
+    topics.append("orders", 0, records("a"))
+    topics.append("orders", 0, pa.concat_tables([records("b", "c"), records("d", "e")]))  # two record batches
+    segment = tmp_path / "orders" / "0" / f"{1:020d}.arrow"
+    original = segment.read_bytes()
+    assert len(manifest(tmp_path, "orders", 0)[1]["crc32"]) == 2
+    position = original.index(b"k-d")  # a key of the second record batch
+    flipByte(segment, position)
+    with pytest.raises(CorruptRecordException, match=rf"^Segment file {segment} of orders-0 \(offsets 1..4\) fails the "
+                                                     r"CRC-32 check of its record batch 1 \(offsets 3..4\)$"):
+        topics.read("orders", 0, 0, 5)
+    # records of the sound batches are still readable
+    assert topics.read("orders", 0, 0, 3).column("value").to_pylist() == [b"a", b"b", b"c"]
+    segment.write_bytes(original[: len(original) // 2])
+    with pytest.raises(CorruptRecordException, match=rf"^Segment file {segment} of orders-0 \(offsets 1..4\) has "
+                                                     rf"{len(original) // 2} bytes, not the {len(original)}"):
+        topics.read("orders", 0, 2, 3)
+    segment.unlink()
+    with pytest.raises(CorruptRecordException, match=r"\(offsets 1..4\) is missing$"):
+        topics.read("orders", 0, 0, 1 + 1)
+
+
+def test_relative_root_and_file_uri_resolve_to_the_same_absolute_directory(tmp_path, monkeypatch):
+    """Issue 22 item 6: a relative kspark.topics.dir is resolved where the topics are opened (the driver)."""
+    monkeypatch.chdir(tmp_path)
+    assert LocalTopics("topics").root == tmp_path / "topics"
+    assert LocalTopics(f"file://{tmp_path}/topics").root == tmp_path / "topics"
+    assert LocalTopics(f"file:{tmp_path}/topics").root == tmp_path / "topics"
+    with pytest.raises(ValueError, match="Local topics need a local or mounted directory, not hdfs://nn/topics"):
+        LocalTopics("hdfs://nn/topics")
 
 
 def test_end_offset_with_a_long_manifest(topics):
@@ -209,14 +293,15 @@ def test_end_offset_with_a_long_manifest(topics):
 
 
 def stage(topics, partition, name, table):
-    path = os.path.join(topics.stagingDir("orders", partition), name)
+    path = os.path.join(topics.stagingDir("sink"), name)
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
         writer.write_table(table)
     return path
 
 
 def test_append_file_moves_the_staged_segment(tmp_path, topics):
-    assert topics.stagingDir("orders", 1) == str(tmp_path / "orders" / "1" / "_staging")
+    assert topics.stagingDir("sink") == str(tmp_path / "~staging" / "sink")
+    assert topics.listTopics() == ["orders"]
     topics.append("orders", 1, records("a"))
     staged = stage(topics, 1, "s0.arrow", records("b", "c"))
     assert topics.appendFile("orders", 1, staged, producer="sink", sequence=7, index=0) == 1
@@ -232,11 +317,11 @@ def test_append_file_moves_the_staged_segment(tmp_path, topics):
     empty = stage(topics, 1, "s2.arrow", records())
     assert topics.appendFile("orders", 1, empty, producer="sink", sequence=8, index=0) == 3
     assert not os.path.exists(empty) and topics.endOffset("orders", 1) == 3
-    assert os.listdir(topics.stagingDir("orders", 1)) == []
+    assert os.listdir(topics.stagingDir("sink")) == []
 
 
 def test_append_file_rejects_a_foreign_schema(topics):
-    path = os.path.join(topics.stagingDir("orders", 0), "bad.arrow")
+    path = os.path.join(topics.stagingDir("sink"), "bad.arrow")
     table = pa.table({"value": [b"v"]})
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)

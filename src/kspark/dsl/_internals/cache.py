@@ -35,16 +35,19 @@ dirty, not deleted, no retention bound), as Kafka's ``CachingSessionStore.findSe
 the cache with the store's clamped read. The store is written through, so a cached session differs
 from the store only when the store already hides it past its retention: those are added to the
 lookup (``withHiddenSessions``), and when merged away their tombstone is skipped at the flush (the
-store has no old value). Window and key-value lookups are not routed through the cache (their
-stores show nothing the cache would show differently in these processors).
+store has no old value). Window lookups likewise see cached windows the store hides
+(``cachedWindow``, ``withCachedWindows``: Kafka's ``CachingWindowStore.fetch``): that happens when
+the store's time runs ahead of the reading processor's, as with a cogroup's inputs sharing one
+store. Key-value lookups are not routed through the cache (the store shows nothing the cache
+would show differently). Processors that write one store share its one cache (``forStore``).
 
 A Spark micro-batch is a commit, not a restart, so a task rebuilt from Spark's state between
 batches must find the cache a running Kafka task would have (Kafka itself starts with an empty
-cache only after a restart or rebalance): at each checkpoint a session cache writes its entries,
-least recently used first, to the node's checkpointed state as flat ``(key, start, end, size,
-value)`` tuples (entries are clean after the commit), and a rebuilt task reads them back. Key-value
-and window caches are not checkpointed: a rebuilt task starts them empty, which can move an
-eviction, never the last value forwarded per key.
+cache only after a restart or rebalance): at each checkpoint a session or window cache writes its
+entries, least recently used first, to the node's checkpointed state as flat ``(key, start, end,
+size, value, timestamp)`` tuples (entries are clean after the commit), and a rebuilt task reads
+them back. Key-value caches are not checkpointed: a rebuilt task starts them empty, which can move
+an eviction, never the last value forwarded per key.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from bisect import bisect_left, insort
 from collections import OrderedDict
 from typing import Any
 
+from ...state import ValueAndTimestamp
 from ...state._stores import _IMMUTABLE, _Frozen
 
 _NODE_OVERHEAD = 8 + 8 + 8 + 1 + 8 + 8 + 4   # LRUNode entry/previous/next, dirty flag, timestamp, offset, partition
@@ -112,7 +116,8 @@ class RecordCache:
         self.sizeBytes = 0
         # session schema: inner key -> ([(end, start)] sorted, {(end, start): Windowed}) of cached
         # sessions that have a value (tombstones are left out: lookups skip them, and an active
-        # key's tombstones would otherwise pile up until the next flush)
+        # key's tombstones would otherwise pile up until the next flush); window schema: the same
+        # with window starts instead of (end, start)
         self.byKey: dict = {}
         if enabled:
             context = processor.context()
@@ -120,16 +125,27 @@ class RecordCache:
             self.store, self.schema = store, schema
             if store is not None:
                 self.task.byStore[store.name()] = self
-            if schema == "session":
-                state = context.nodeState()
-                saved = state.pop("sessionCache", None)
+            if schema in ("session", "window"):
+                state, slot = context.nodeState(), f"{schema}Cache"
+                saved = state.pop(slot, None)
                 if saved:
-                    self._restoreSessions(saved)
-                context.registerCheckpointCallback(lambda: state.__setitem__("sessionCache", self._savedSessions()))
+                    self._restoreWindows(saved)
+                context.registerCheckpointCallback(lambda: state.__setitem__(slot, self._savedWindows()))
             self._keyLens: dict = {}
             # a Long serde always writes 8 bytes: counts need no serializing to be sized
             self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
             context.registerCommitCallback(self.flush)
+
+    @classmethod
+    def forStore(cls, processor, enabled: bool, store, schema: str = "keyValue") -> "RecordCache":
+        """The record cache of ``store`` in this task: the one already made for it, if another
+        processor writes the same store (a cogroup's aggregations: Kafka has one caching layer
+        per store, so their updates share one dirty order and one flush), else a new one."""
+        if enabled and store is not None:
+            existing = taskCache(processor.context()).byStore.get(store.name())
+            if existing is not None:
+                return existing
+        return cls(processor, enabled, store, schema)
 
     # -- size accounting (LRUNode.size)
     def _keyLen(self, key) -> int:
@@ -187,7 +203,7 @@ class RecordCache:
                     # the old value is the one of the last flush (Kafka reads it from the underlying store)
                     record = record.withValue(type(change)(change.newValue, old.record.value().oldValue))
         self.entries[key] = _Entry(record, existedInStore, size, meta)
-        if self.schema == "session":  # the index holds the cached sessions with a value only
+        if self.schema != "keyValue":  # the index holds the cached windows with a value only
             if record.value().newValue is None:
                 self._unindex(key)
             elif old is None or old.record.value().newValue is None:
@@ -198,9 +214,11 @@ class RecordCache:
         self.task.sizeBytes += size
         self.task.maybeEvict(self)
 
+    def _pair(self, window):
+        return (window.end(), window.start()) if self.schema == "session" else window.start()
+
     def _index(self, windowed) -> None:
-        window = windowed.window()
-        pair = (window.end(), window.start())
+        pair = self._pair(windowed.window())
         index = self.byKey.get(windowed.key())
         if index is None:
             index = self.byKey[windowed.key()] = ([], {})
@@ -208,11 +226,10 @@ class RecordCache:
         index[1][pair] = windowed
 
     def _unindex(self, windowed) -> None:
-        if self.schema == "session":
+        if self.schema != "keyValue":
             index = self.byKey.get(windowed.key())
             if index is not None:
-                window = windowed.window()
-                pair = (window.end(), window.start())
+                pair = self._pair(windowed.window())
                 if index[1].pop(pair, None) is not None:
                     pairs = index[0]
                     del pairs[bisect_left(pairs, pair)]
@@ -245,9 +262,39 @@ class RecordCache:
             return merged, ()
         return sorted([*merged, *extra], key=lambda e: (e[0], e[1])), {(e[0], e[1]) for e in extra}
 
-    def _savedSessions(self) -> list:
-        """The session cache as flat tuples for the checkpoint, least recently used first: clean
-        entries ``(key, start, end, size, value)``, a dirty one (not after a commit) whole."""
+    def cachedWindow(self, windowed):
+        """Kafka ``CachingWindowStore.fetch(key, time)``: the cached value of ``windowed`` as a
+        ``ValueAndTimestamp`` (the entry becomes the most recently used), or None."""
+        entry = self.entries.get(windowed)
+        if entry is None or entry.record.value().newValue is None:
+            return None
+        self.entries.move_to_end(windowed)
+        return ValueAndTimestamp(self.store._thaw(entry.record.value().newValue), entry.record.timestamp())
+
+    def withCachedWindows(self, key, windows: list, timeFrom: int, timeTo: int) -> list:
+        """Kafka ``CachingWindowStore.fetch(key, from, to)``: ``windows`` (the store's ``(start,
+        ValueAndTimestamp)`` of ``key``, by start) merged with ``key``'s cached windows starting in
+        ``[timeFrom, timeTo]``, which the store hides once past its retention (the cache has no
+        retention bound); the cached ones read become the most recently used."""
+        index = self.byKey.get(key)
+        if index is None:
+            return windows
+        starts, byStart = index
+        cached = {}
+        for start in starts[bisect_left(starts, timeFrom):bisect_left(starts, timeTo + 1)]:
+            vt = self.cachedWindow(byStart[start])
+            if vt is not None:
+                cached[start] = vt
+        if not cached:
+            return windows
+        for start, vt in windows:
+            cached.setdefault(start, vt)
+        return sorted(cached.items())
+
+    def _savedWindows(self) -> list:
+        """The session or window cache as flat tuples for the checkpoint, least recently used
+        first: clean entries ``(key, start, end, size, value, timestamp)``, a dirty one (not after
+        a commit) whole."""
         saved = []
         dirtyOrder = {key: n for n, key in enumerate(self.dirty)}
         for windowed, entry in self.entries.items():
@@ -255,23 +302,26 @@ class RecordCache:
                 saved.append((windowed, entry, dirtyOrder[windowed]))
             else:
                 window = windowed.window()
-                saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue))
+                saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue,
+                              entry.record.timestamp()))
         return saved
 
-    def _restoreSessions(self, saved: list) -> None:
+    def _restoreWindows(self, saved: list) -> None:
         from ...processor import Record
-        from .._windows import SessionWindow, Windowed
-        from .processors import Change
+        from ...state._window import SessionWindow, TimeWindow, Windowed
+        from .common import Change
 
+        windowType = SessionWindow if self.schema == "session" else TimeWindow
         dirty = []
         for item in saved:
             if len(item) == 3:
                 windowed, entry, n = item
                 dirty.append((n, windowed))
             else:
-                key, start, end, size, value = item
-                windowed = Windowed(key, SessionWindow(start, end))
-                entry = _Entry(Record(windowed, Change(value, None), end, ()), True, size)
+                key, start, end, size, value = item[:5]
+                timestamp = item[5] if len(item) > 5 else end  # a session's record timestamp is its end
+                windowed = Windowed(key, windowType(start, end))
+                entry = _Entry(Record(windowed, Change(value, None), timestamp, ()), True, size)
                 entry.dirty = False
             self.entries[windowed] = entry
             if entry.record.value().newValue is not None:

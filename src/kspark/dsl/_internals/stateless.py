@@ -1,6 +1,8 @@
-"""Processors of the KStream operations flatMap, flatMapValues, merge, split, processValues,
-print and foreach (Kafka ``KStreamFlatMap``, ``KStreamFlatMapValues``, ``PassThrough``,
-``KStreamBranch``, ``KStreamPrint``, ``ForeachProcessor``)."""
+"""Processors of the stateless KStream operations: filter, mapValues, map, selectKey, peek,
+flatMap, flatMapValues, merge, split, processValues, print, foreach, and the null-key filter in
+front of a repartition topic (Kafka ``KStreamFilter``, ``KStreamMapValues``, ``KStreamMap``,
+``KStreamPeek``, ``KStreamFlatMap``, ``KStreamFlatMapValues``, ``PassThrough``, ``KStreamBranch``,
+``KStreamPrint``, ``ForeachProcessor``)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,76 @@ from ...errors import StreamsException
 from ...processor import ContextualProcessor, ProcessorContext, Record
 
 __all__ = [
-    "ForeachProcessor", "FixedKeyProcessorAdapter", "KStreamBranch", "KStreamFlatMap", "KStreamFlatMapValues",
-    "KStreamPrint", "PassThrough", "javaString",
+    "ForeachProcessor", "FixedKeyProcessorAdapter", "KStreamBranch", "KStreamFilter", "KStreamFlatMap",
+    "KStreamFlatMapValues", "KStreamMap", "KStreamMapValues", "KStreamPeek", "KStreamPrint", "KStreamSelectKey",
+    "PassThrough", "RepartitionNullKeyFilter", "javaString",
 ]
+
+
+class KStreamFilter(ContextualProcessor):
+    def __init__(self, predicate, filterNot: bool) -> None:
+        self.predicate, self.filterNot = predicate, filterNot
+
+    def process(self, record: Record) -> None:
+        if self.filterNot ^ bool(self.predicate(record.key(), record.value())):
+            self.context().forward(record)
+
+
+class KStreamMapValues(ContextualProcessor):
+    def __init__(self, mapper, withKey: bool) -> None:
+        self.mapper, self.withKey = mapper, withKey
+
+    def process(self, record: Record) -> None:
+        value = self.mapper(record.key(), record.value()) if self.withKey else self.mapper(record.value())
+        self.context().forward(record.withValue(value))
+
+
+class KStreamMap(ContextualProcessor):
+    def __init__(self, mapper) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        result = self.mapper(record.key(), record.value())
+        try:
+            key, value = result
+        except (TypeError, ValueError):
+            raise TypeError(f"The mapper of map() must return a KeyValue or (key, value) pair, got {result!r}") from None
+        self.context().forward(Record(key, value, record.timestamp(), record.headers()))
+
+
+class KStreamSelectKey(ContextualProcessor):
+    def __init__(self, mapper) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context().forward(record.withKey(self.mapper(record.key(), record.value())))
+
+
+class KStreamPeek(ContextualProcessor):
+    def __init__(self, action) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key(), record.value())
+        self.context().forward(record)
+
+
+class RepartitionNullKeyFilter(ContextualProcessor):
+    """Drops null-key records before a repartition sink (rule RP-2); counted per node as kspark's addition.
+
+    ``policy.dropNullKeys`` is False when a relaxed (left) join is downstream (KIP-962): null keys pass.
+    """
+
+    def __init__(self, policy=None) -> None:
+        self.dropNullKeys = True if policy is None else policy.dropNullKeys
+
+    def process(self, record: Record) -> None:
+        if self.dropNullKeys and record.key() is None:
+            self.context().metrics().recordDropped(
+                self.context().taskId(), self.context().currentNode.name, "null key before repartition"
+            )
+            return
+        self.context().forward(record)
 
 
 class KStreamFlatMap(ContextualProcessor):

@@ -1,0 +1,65 @@
+"""What the DSL's processors share: ``Change`` (Kafka ``kstream.internals.Change``), the
+``ValueMapper``/``ValueMapperWithKey`` arity test, the dropped-record counters and the old value
+an aggregation forwards."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Callable, NamedTuple
+
+from ...state._stores import _IMMUTABLE
+
+log = logging.getLogger("kspark.dsl")
+
+
+class Change(NamedTuple):
+    """A KTable update flowing between KTable nodes (Kafka ``Change``): new and old value."""
+
+    newValue: Any
+    oldValue: Any
+
+
+def arity(fn: Callable) -> int:
+    """Number of positional parameters ``fn`` takes (used to tell ``ValueMapper`` from ``ValueMapperWithKey``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return -1
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+
+
+def dropped(context, reason: str, message: str) -> None:
+    meta = context.recordMetadata()
+    if meta is not None:
+        log.warning("%s topic=[%s] partition=[%d] offset=[%d]", message, meta.topic, meta.partition, meta.offset)
+    else:
+        log.warning(message)
+    context.metrics().recordDropped(context.taskId(), context.currentNode.name, reason)
+
+
+def expiredWindow(context, ts: int, window: str, closeTime: int, streamTime: int) -> None:
+    """A windowed aggregation skips a record for an expired window: Kafka's warning, and the
+    ``dropped-records`` counter of the current node ("expired window")."""
+    meta = context.recordMetadata()
+    log.warning(
+        "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
+        "window=%s expiration=[%d] streamTime=[%d]",
+        meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, window, closeTime, streamTime,
+    )
+    context.metrics().recordDropped(context.taskId(), context.currentNode.name, "expired window")
+
+
+def oldValueToForward(processor, key, oldAgg, sendOldValues: bool):
+    """The old aggregate an aggregation forwards in ``Change(new, old)`` (None unless
+    ``sendOldValues``). Uncached, Kafka forwards the very object the aggregator was given, so an
+    aggregator that changes it in place changes the old value too; cached, Kafka's flush reads the
+    old value from the store's bytes, unchanged: for a mutable value that is a second read of the
+    store (kspark's store gives a new object per read)."""
+    if not sendOldValues:
+        return None
+    if oldAgg is None or type(oldAgg) in _IMMUTABLE or not processor.cache.enabled:
+        return oldAgg
+    return processor.store.get(key).value

@@ -1,0 +1,307 @@
+"""KTable sources and stateless KTable operators: the source, filter, mapValues, toStream, and
+the value getters through which joins read a table (Kafka ``KTableSource``, ``KTableFilter``,
+``KTableMapValues``, ``KTable#toStream``, ``KTableValueGetterSupplier``,
+``KTableMaterializedValueGetterSupplier``).
+
+Each supplier is a callable returning a new processor per task (our ``ProcessorSupplier``) and,
+like Kafka's ``KTableProcessorSupplier``, also answers:
+
+- ``enableSendingOldValues(forceMaterialization) -> bool``: downstream needs ``Change.oldValue``
+  (groupBy's subtractor, a join's left/outer side, a filter over a materialized table);
+  returns False when it cannot be done without materializing and that is not forced.
+- ``view() -> ValueGetterSupplier``: how a downstream join reads this table's current value for a
+  key. A materialized table reads its store; a non-materialized filter / mapValues / join applies
+  its function to the parent's getter on the fly, so it can be joined without a store of its own.
+
+The mutable flags are read when a task builds its processors (after ``StreamsBuilder.build()``),
+as Kafka reads them when ``get()`` is called.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from ...errors import TopologyException
+from ...processor import ContextualProcessor, Record
+from ...state import ValueAndTimestamp
+from .common import Change, dropped
+
+log = logging.getLogger("kspark.dsl")
+
+
+class KTableSource(ContextualProcessor):
+    """Materializes a changelog into a timestamped store and forwards ``Change`` (Kafka ``KTableSource``).
+
+    Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
+    Not materialized (``storeName`` None) it forwards ``Change(value, None)``; the old value is
+    forwarded only when ``sendOldValues`` (a downstream subtractor or join asked for it).
+    """
+
+    def __init__(self, storeName: str | None, sendOldValues: bool = True) -> None:
+        self.storeName, self.sendOldValues = storeName, sendOldValues
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = None if self.storeName is None else context.getStateStore(self.storeName)
+
+    def process(self, record: Record) -> None:
+        key = record.key()
+        if key is None:
+            dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        if self.store is None:
+            self.context().forward(record.withValue(Change(record.value(), None)))
+            return
+        old = self.store.get(key)
+        oldValue = None
+        if old is not None:
+            oldValue = old.value
+            if record.timestamp() < old.timestamp:
+                log.warning(
+                    "Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d].",
+                    self.storeName, old.timestamp, record.timestamp(),
+                )
+        value = record.value()
+        self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
+        self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)))
+
+
+class KTableToStream(ContextualProcessor):
+    def process(self, record: Record) -> None:
+        self.context().forward(record.withValue(record.value().newValue))
+
+
+UNKNOWN = -1  # Kafka's ConsumerRecord.NO_TIMESTAMP / RecordQueue.UNKNOWN
+
+
+# ---------------------------------------------------------------------------- value getters
+class ValueGetterSupplier:
+    """Kafka ``KTableValueGetterSupplier``: ``get()`` returns a getter with ``init(context)`` and
+    ``get(key) -> ValueAndTimestamp | None``; ``storeNames()`` are the stores the reading processor
+    must be connected to."""
+
+    def __init__(self, factory: Callable[[], Any], storeNames: Callable[[], list[str]]) -> None:
+        self._factory, self._storeNames = factory, storeNames
+
+    def get(self):
+        return self._factory()
+
+    def storeNames(self) -> list[str]:
+        return self._storeNames()
+
+
+class _StoreGetter:
+    def __init__(self, storeName: str) -> None:
+        self.storeName = storeName
+
+    def init(self, context) -> None:
+        self.store = context.getStateStore(self.storeName)
+
+    def get(self, key):
+        return self.store.get(key)
+
+
+def materializedView(storeName: str) -> ValueGetterSupplier:
+    """Kafka ``KTableMaterializedValueGetterSupplier`` / ``KTableSourceValueGetterSupplier``."""
+    return ValueGetterSupplier(lambda: _StoreGetter(storeName), lambda: [storeName])
+
+
+class _MappedGetter:
+    """A parent getter with a function applied to what it returns (filter / mapValues views)."""
+
+    def __init__(self, parent, fn) -> None:
+        self.parent, self.fn = parent, fn
+
+    def init(self, context) -> None:
+        self.parent.init(context)
+
+    def get(self, key):
+        return self.fn(key, self.parent.get(key))
+
+
+def valueOrNull(vt):
+    return None if vt is None else vt.value
+
+
+# ---------------------------------------------------------------------------- source
+class KTableSourceSupplier:
+    """``builder.table`` / ``KStream.toTable`` (Kafka ``KTableSource``): materialized only when the
+    table is queryable (``Materialized.as_``) or something downstream needs its store (a join's
+    value getter, old values for a subtractor or a join). ``materialize()`` adds the store to the
+    topology at that moment, so ``describe()`` shows ``(stores: [])`` otherwise, as Kafka does."""
+
+    def __init__(self, topology, nodeName: str, storeName: str, queryableName: str | None, storeBuilder) -> None:
+        self.topology, self.nodeName, self.storeName = topology, nodeName, storeName
+        self.storeBuilder = storeBuilder
+        self.queryableName: str | None = None
+        self.sendOldValues = False
+        if queryableName is not None:
+            self.materialize()
+
+    def materialized(self) -> bool:
+        return self.queryableName is not None
+
+    def materialize(self) -> None:
+        if self.queryableName is None:
+            self.queryableName = self.storeName
+            self.topology.addStateStore(self.storeBuilder(), self.nodeName)
+
+    def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
+        if not forceMaterialization and not self.materialized():
+            return False
+        self.sendOldValues = True
+        self.materialize()
+        return True
+
+    def view(self) -> ValueGetterSupplier:
+        self.materialize()  # "whenever a source ktable is required for getter, it should be materialized"
+        return materializedView(self.storeName)
+
+    def __call__(self):
+        return KTableSource(self.queryableName, self.sendOldValues)
+
+
+class MaterializedTableSupplier:
+    """The table of a ``KGroupedStream`` aggregation: always materialized, always able to send
+    old values (Kafka ``KStreamAggProcessorSupplier``). ``windowed`` tables have no key-value view."""
+
+    def __init__(self, storeName: str, processorSupplier: Callable[[], Any] | None = None, windowed: bool = False) -> None:
+        self.storeName, self.processorSupplier, self.windowed = storeName, processorSupplier, windowed
+        self.sendOldValues = False
+
+    def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
+        self.sendOldValues = True
+        return True
+
+    def view(self) -> ValueGetterSupplier:
+        if self.windowed:
+            raise TopologyException("kspark cannot look up or join a windowed KTable by key (not supported yet)")
+        return materializedView(self.storeName)
+
+    def __call__(self):
+        processor = self.processorSupplier()
+        processor.sendOldValues = self.sendOldValues  # Kafka: Change(newAgg, sendOldValues ? oldAgg : null)
+        return processor
+
+
+# ---------------------------------------------------------------------------- filter / mapValues
+class StoreForwarder(ContextualProcessor):
+    """Shared by filter / mapValues / join merger: with a queryable store, put the new value (a
+    null deletes) and forward ``Change(new, old if sendOldValues)`` (Kafka ``TimestampedTupleForwarder``)."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = None if self.supplier.queryableName is None else context.getStateStore(self.supplier.queryableName)
+
+    def _putAndForward(self, record: Record, newValue, oldValue) -> None:
+        self.store.put(record.key(), None if newValue is None else ValueAndTimestamp(newValue, record.timestamp()))
+        self.context().forward(record.withValue(Change(newValue, oldValue if self.supplier.sendOldValues else None)))
+
+
+class KTableFilterSupplier:
+    """Kafka ``KTableFilter``. A record whose new value fails the predicate becomes a tombstone
+    ``Change(None, old')``; with old values enabled, a change that is null on both sides after
+    filtering is not forwarded at all (no tombstone for a key that was never in the result)."""
+
+    def __init__(self, parent, predicate, filterNot: bool, queryableName: str | None) -> None:
+        self.parent, self.predicate, self.filterNot, self.queryableName = parent, predicate, filterNot, queryableName
+        # "If upstream is already materialized, enable sending old values to avoid sending unnecessary tombstones"
+        self.sendOldValues = parent._enableSendingOldValues(False)
+
+    def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
+        if self.queryableName is not None:
+            self.sendOldValues = True
+            return True
+        if self.parent._enableSendingOldValues(forceMaterialization):
+            self.sendOldValues = True
+        return self.sendOldValues
+
+    def computeValue(self, key, value):
+        if value is not None and (self.filterNot ^ bool(self.predicate(key, value))):
+            return value
+        return None
+
+    def view(self) -> ValueGetterSupplier:
+        if self.queryableName is not None:
+            return materializedView(self.queryableName)
+        parentView = self.parent._valueGetterSupplier()
+
+        def apply(key, vt):
+            return vt if vt is not None and (self.filterNot ^ bool(self.predicate(key, vt.value))) else None
+
+        return ValueGetterSupplier(lambda: _MappedGetter(parentView.get(), apply), parentView.storeNames)
+
+    def __call__(self):
+        return KTableFilterProcessor(self)
+
+
+class KTableFilterProcessor(StoreForwarder):
+    def __init__(self, supplier: KTableFilterSupplier) -> None:
+        self.supplier = supplier
+
+    def process(self, record: Record) -> None:
+        s, key, change = self.supplier, record.key(), record.value()
+        newValue = s.computeValue(key, change.newValue)
+        oldValue = None
+        if s.sendOldValues:
+            oldValue = valueOrNull(self.store.get(key)) if self.store is not None else s.computeValue(key, change.oldValue)
+            if oldValue is None and newValue is None:
+                return  # unnecessary to forward here
+        if self.store is not None:
+            self._putAndForward(record, newValue, oldValue)
+        else:
+            self.context().forward(record.withValue(Change(newValue, oldValue)))
+
+
+class KTableMapValuesSupplier:
+    """Kafka ``KTableMapValues``: ``mapper(key, value)``; a null value stays null (the mapper is not
+    called), so a tombstone stays a tombstone. The timestamp is unchanged."""
+
+    def __init__(self, parent, mapper, queryableName: str | None) -> None:
+        self.parent, self.mapper, self.queryableName = parent, mapper, queryableName
+        self.sendOldValues = False
+
+    def enableSendingOldValues(self, forceMaterialization: bool) -> bool:
+        if self.queryableName is not None:
+            self.sendOldValues = True
+            return True
+        if self.parent._enableSendingOldValues(forceMaterialization):
+            self.sendOldValues = True
+        return self.sendOldValues
+
+    def computeValue(self, key, value):
+        return None if value is None else self.mapper(key, value)
+
+    def view(self) -> ValueGetterSupplier:
+        if self.queryableName is not None:
+            return materializedView(self.queryableName)
+        parentView = self.parent._valueGetterSupplier()
+
+        def apply(key, vt):
+            # Kafka: ValueAndTimestamp.make(null, ts) is null
+            if vt is None:
+                return None
+            value = self.mapper(key, vt.value)
+            return None if value is None else ValueAndTimestamp(value, vt.timestamp)
+
+        return ValueGetterSupplier(lambda: _MappedGetter(parentView.get(), apply), parentView.storeNames)
+
+    def __call__(self):
+        return KTableMapValuesProcessor(self)
+
+
+class KTableMapValuesProcessor(StoreForwarder):
+    def __init__(self, supplier: KTableMapValuesSupplier) -> None:
+        self.supplier = supplier
+
+    def process(self, record: Record) -> None:
+        s, key, change = self.supplier, record.key(), record.value()
+        newValue = s.computeValue(key, change.newValue)
+        oldValue = None
+        if s.sendOldValues:
+            oldValue = valueOrNull(self.store.get(key)) if self.store is not None else s.computeValue(key, change.oldValue)
+        if self.store is not None:
+            self._putAndForward(record, newValue, oldValue)
+        else:
+            self.context().forward(record.withValue(Change(newValue, oldValue)))

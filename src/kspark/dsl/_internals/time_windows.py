@@ -1,0 +1,106 @@
+"""Time-window aggregations: ``TimeWindowedKStream.count/reduce/aggregate`` over ``TimeWindows``
+or a custom ``Windows``, emitting on update or on window close (Kafka
+``KStreamWindowAggregate``, ``AbstractKStreamTimeWindowAggregateProcessor``)."""
+
+from __future__ import annotations
+
+from ...processor import ContextualProcessor, Record
+from ...state import ValueAndTimestamp
+from ...state._window import Windowed
+from .cache import RecordCache
+from .common import Change, dropped, expiredWindow
+from .fast_paths import timeWindowFastPath, windowedFastPath
+
+
+class KStreamWindowAggregate(ContextualProcessor):
+    """Time-window aggregation (Kafka ``KStreamWindowAggregate``).
+
+    Null keys are skipped and counted. The processor's stream time is the max timestamp it has
+    seen; for each window containing the record, if ``window.end > streamTime - grace`` the
+    aggregate is updated (timestamp = max of contributing timestamps, rule T-18) and
+    ``Change(newAgg, None)`` is forwarded under ``Windowed(key, window)``; otherwise the record is
+    dropped for that window and counted ("Skipping record for expired window").
+
+    ``emitFinal`` (``EmitStrategy.onWindowClose()``, KIP-825): no update is forwarded; after
+    every non-null-key record, when the close time ``streamTime - grace`` has advanced past the
+    last emission, every window (all keys) starting in ``[lower, closeTime - size]`` is forwarded
+    once, by start then key, with its aggregate's timestamp and the current record's headers;
+    ``lower`` is 0 the first time, then ``max(0, lastCloseTime - size) + 1``; nothing is fetched
+    (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
+    The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
+    """
+
+    sendOldValues = False
+
+    def __init__(self, storeName: str, windows, initializer, aggregator, reduce: bool = False, caching: bool = False,
+                 emitFinal: bool = False) -> None:
+        self.storeName, self.windows = storeName, windows
+        self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
+        self.emitFinal = emitFinal
+        self.caching = caching and not emitFinal  # emit-final forwards without the cache's flush listener
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.store = context.getStateStore(self.storeName)
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window")
+        self.meta = context.nodeState()
+        self.meta.setdefault("observedStreamTime", -1)
+
+    def process(self, record: Record) -> None:
+        key, value, ts = record.key(), record.value(), record.timestamp()
+        if key is None:
+            dropped(self.context(), "null key", "Skipping record due to null key.")
+            return
+        streamTime = self.meta["observedStreamTime"] = max(self.meta["observedStreamTime"], ts)
+        closeTime = streamTime - self.windows.gracePeriodMs()
+        store, kb = self.store, None
+        for start, window in self.windows.windowsFor(ts).items():
+            if window.end() <= closeTime:
+                self._skipExpiredWindow(ts, start, window.end(), closeTime, streamTime)
+                continue
+            if kb is None:  # serialized once, when a window first needs the store
+                kb = store._keyBytes(key)
+            old = store._fetchBytes(kb, start)
+            if old is None and self.cache.enabled:
+                # Kafka reads through the caching store, which still holds a window the store hides
+                # past its retention (a cogroup's other inputs can move the store's time ahead)
+                old = self.cache.cachedWindow(Windowed(key, window))
+            if old is None:
+                newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
+                timestamp = ts
+            else:
+                newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
+                timestamp = max(ts, old.timestamp)
+            store._putBytes(kb, key, ValueAndTimestamp(newAgg, timestamp), start)  # store.put(key, ..., start)
+            if not self.emitFinal:
+                oldAgg = old.value if self.sendOldValues and old is not None else None
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
+                                   old is not None)
+        if self.emitFinal:
+            self._maybeForwardFinalResult(record, closeTime)
+
+    def _skipExpiredWindow(self, ts: int, start: int, end: int, closeTime: int, streamTime: int) -> None:
+        """The record is too late for window ``[start, end)``: log, count, skip that window."""
+        expiredWindow(self.context(), ts, f"[{start},{end})", closeTime, streamTime)
+
+    def fastPath(self, task, source, node, queue):
+        """The fused loop of ``source -> this -> toStream() -> to()`` without emit-final or cache
+        (see ``StreamTask._buildFastPath``), or None: same records, stores, counters, drops and
+        errors as the per-node path."""
+        return windowedFastPath(self, task, source, node, queue, timeWindowFastPath)
+
+    def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
+        """KIP-825 for time windows (``AbstractKStreamTimeWindowAggregateProcessor``)."""
+        meta, size = self.meta, self.windows.size()
+        last = meta.setdefault("lastEmitWindowCloseTime", -1)
+        if not (last == -1 or last < closeTime):
+            return
+        upper = closeTime - size
+        if upper < 0:
+            return
+        lower = 0 if last == -1 else max(0, last - size) + 1
+        if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
+            return  # no new window closed since the last emission
+        for kv in self.store._fetchAllTimeFirst(lower, upper):
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+        meta["lastEmitWindowCloseTime"] = closeTime
