@@ -35,7 +35,7 @@ demo-kafka: $(STAMP) jvm
 	$(PY) examples/valuation_signals.py --kafka
 
 test: $(STAMP) jvm
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 bench: $(STAMP) jvm
 	$(PY) -m pip install -q -e ".[bench]"

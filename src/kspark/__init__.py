@@ -5,6 +5,7 @@ The public names mirror Kafka Streams (``StreamsBuilder``, ``KStream``, ``Topolo
 ``kspark.spark`` the Spark host (imported lazily by ``KafkaStreams``).
 """
 
+from ._auto_offset_reset import AutoOffsetReset
 from .config import StreamsConfig
 from .dsl import (
     Branched, BranchedKStream, Printed,
@@ -36,8 +37,11 @@ from .keyvalue import KeyValue
 from .processor import (
     Cancellable,
     ConsumerRecord,
+    ContextualFixedKeyProcessor,
     ContextualProcessor,
     FailOnInvalidTimestamp,
+    FixedKeyProcessor,
+    FixedKeyRecord,
     LogAndSkipOnInvalidTimestamp,
     Processor,
     ProcessorContext,
@@ -67,7 +71,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     [
-        "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "CogroupedKStream", "ConfigException", "Consumed", "ConsumerRecord", "ContextualProcessor", "FailOnInvalidTimestamp", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
+        "AutoOffsetReset", "Branched", "BranchedKStream", "Printed", "Cancellable", "Change", "CogroupedKStream", "ConfigException", "Consumed", "ConsumerRecord", "ContextualFixedKeyProcessor", "ContextualProcessor", "FailOnInvalidTimestamp", "FixedKeyProcessor", "FixedKeyRecord", "GlobalKTable", "Grouped", "Joined", "JoinWindows", "KGroupedStream", "KGroupedTable",
         "DeserializationExceptionHandler", "EmitStrategy", "InvalidStateStoreException", "QueryableStoreTypes",
         "StoreQueryParameters", "UnknownStateStoreException", "DeserializationHandlerResponse", "ErrorHandlerContext",
         "LogAndContinueExceptionHandler", "LogAndContinueProcessingExceptionHandler", "LogAndFailExceptionHandler",

@@ -509,6 +509,17 @@ def _autoOffsetReset(key: str, value: str) -> str:
     return value
 
 
+def resetPolicy(value: str) -> str:
+    """An ``auto.offset.reset`` value as the Spark host's reader takes it: ``by_duration:<ISO-8601>``
+    becomes ``by_duration:<ms>`` (``Duration.toMillis``); the others are unchanged."""
+    if not value.startswith("by_duration:"):
+        return value
+    m = _ISO_DURATION.fullmatch(value[len("by_duration:"):])
+    days, hours, minutes, seconds, nanos = (int(m.group(i) or 0) if i < 5 else m.group(5) for i in range(1, 6))
+    ms = ((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000 + int(((nanos or "") + "000")[:3])
+    return f"by_duration:{ms}"
+
+
 def _isoNegative(text: str) -> bool:
     m = _ISO_DURATION.fullmatch(text)
     days, hours, minutes, seconds, nanos = (m.group(i) for i in range(1, 6))

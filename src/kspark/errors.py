@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigException",
     "InvalidStateStoreException",
+    "ProcessorStateException",
     "StreamsException",
     "TaskAssignmentException",
     "TopologyException",
@@ -17,6 +18,11 @@ __all__ = [
 
 class StreamsException(Exception):
     """A fatal error in the Streams runtime (Kafka ``StreamsException``)."""
+
+
+class ProcessorStateException(StreamsException):
+    """A state store operation failed, e.g. flushing a record cache whose records failed
+    downstream (Kafka ``ProcessorStateException``)."""
 
 
 class TopologyException(StreamsException):

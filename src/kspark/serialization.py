@@ -20,6 +20,57 @@ class SerializationException(Exception):
     """A value could not be (de)serialized (Kafka ``SerializationException``)."""
 
 
+class IncompatibleTypeException(SerializationException):
+    """A built-in serializer got a value of a type it cannot write: what is a ``ClassCastException``
+    in Kafka's serializers (a sink reports it with Kafka's text, ``classCast()`` the Java-like cause)."""
+
+    def __init__(self, message: str, serde: "Serde", data: Any) -> None:
+        super().__init__(message)
+        self.serde, self.data = serde, data
+
+    def classCast(self) -> TypeError:
+        """Java's ``ClassCastException`` message for this value and serializer, then kspark's text."""
+        actual, expected = javaTypeName(self.data), getattr(self.serde, "javaType", None)
+        text = f"class {actual} cannot be cast to class {expected}"
+        if expected is not None:
+            where = [("module java.base of loader 'bootstrap'" if n.startswith(("java.", "[")) else
+                      "unnamed module of loader 'app'") for n in (actual, expected)]
+            text += (f" ({actual} and {expected} are in {where[0]})" if where[0] == where[1] else
+                     f" ({actual} is in {where[0]}; {expected} is in {where[1]})")
+        return TypeError(f"{text}: {self}")
+
+
+_JAVA_TYPES = {bool: "java.lang.Boolean", int: "java.lang.Long", float: "java.lang.Double", str: "java.lang.String",
+               bytes: "[B", bytearray: "[B", memoryview: "java.nio.HeapByteBuffer", _uuid.UUID: "java.util.UUID",
+               list: "java.util.ArrayList", tuple: "java.util.ArrayList", dict: "java.util.HashMap",
+               set: "java.util.HashSet"}
+
+
+def javaTypeName(value: Any) -> str:
+    """The Java class Kafka would name for ``value``: a Python int is a ``java.lang.Long`` (the
+    type of ``Serdes.Long()``), bytes ``[B``, ...; other types by their Python qualified name."""
+    t = type(value)
+    name = _JAVA_TYPES.get(t)
+    if name is None:
+        name = _KAFKA_TYPES.get(t.__name__) or f"{t.__module__}.{t.__qualname__}"
+    return name
+
+
+_KAFKA_TYPES = {"Windowed": "org.apache.kafka.streams.kstream.Windowed",
+                "Change": "org.apache.kafka.streams.kstream.internals.Change"}
+
+
+def javaSerializerName(serde: Any) -> str:
+    """The class name Kafka's messages give ``serde``'s serializer: Kafka's own for the built-in
+    serdes (``org.apache.kafka.common.serialization.StringSerializer``), else the serde's Python
+    class."""
+    name = getattr(serde, "javaSerializer", None)
+    if name is not None:
+        return name
+    t = type(serde)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 class Serde:
     """A serializer/deserializer pair. ``serialize(topic, data)`` / ``deserialize(topic, data)``.
 
@@ -44,11 +95,82 @@ class Serde:
         return hash(type(self))
 
     def _incompatible(self, topic: str | None, data: Any, expected: str) -> SerializationException:
-        return SerializationException(
+        return IncompatibleTypeException(
             f"{self!r} cannot serialize a {type(data).__name__} ({data!r:.80}) for topic {topic}: "
             f"expected {expected}. Set a matching serde in Consumed/Produced/Repartitioned or "
-            "default.key.serde / default.value.serde."
+            "default.key.serde / default.value.serde.", self, data
         )
+
+
+def javaUtf8Decode(data: bytes) -> str:
+    """``new String(data, UTF_8)`` as Java 17 computes it: each malformed sequence becomes one
+    U+FFFD, with Java's (not Python's) idea of how many bytes a malformed sequence spans (a
+    UTF-8-encoded surrogate is one replacement, a truncated sequence at the end one; Kafka's
+    ``StringDeserializer``). A port of ``java.lang.String.decodeUTF8_UTF16`` with replacement on;
+    valid UTF-8 decodes as ``data.decode("utf-8")`` does."""
+    out: list[str] = []
+    sp, sl = 0, len(data)
+    while sp < sl:
+        b1 = data[sp]
+        sp += 1
+        if b1 < 0x80:
+            out.append(chr(b1))
+        elif 0xC2 <= b1 < 0xE0:  # two bytes
+            if sp < sl:
+                b2 = data[sp]
+                if b2 & 0xC0 != 0x80:
+                    out.append("\ufffd")  # b2 is read again
+                else:
+                    sp += 1
+                    out.append(chr(((b1 & 0x1F) << 6) | (b2 & 0x3F)))
+                continue
+            out.append("\ufffd")
+            break
+        elif 0xE0 <= b1 < 0xF0:  # three bytes
+            if sp + 1 < sl:
+                b2, b3 = data[sp], data[sp + 1]
+                if (b1 == 0xE0 and b2 & 0xE0 == 0x80) or b2 & 0xC0 != 0x80 or b3 & 0xC0 != 0x80:
+                    out.append("\ufffd")
+                    sp += 0 if (b1 == 0xE0 and b2 & 0xE0 == 0x80) or b2 & 0xC0 != 0x80 else 1
+                else:
+                    sp += 2
+                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+                    out.append("\ufffd" if 0xD800 <= c <= 0xDFFF else chr(c))
+                continue
+            if sp < sl and ((b1 == 0xE0 and data[sp] & 0xE0 == 0x80) or data[sp] & 0xC0 != 0x80):
+                out.append("\ufffd")
+                continue
+            out.append("\ufffd")
+            break
+        elif 0xF0 <= b1 < 0xF8:  # four bytes
+            if sp + 2 < sl:
+                b2, b3, b4 = data[sp], data[sp + 1], data[sp + 2]
+                uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
+                if b2 & 0xC0 != 0x80 or b3 & 0xC0 != 0x80 or b4 & 0xC0 != 0x80 or not 0x10000 <= uc <= 0x10FFFF:
+                    out.append("\ufffd")  # Java's malformed4: the bytes this sequence spans
+                    if (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and b2 & 0xF0 != 0x80)
+                            or b2 & 0xC0 != 0x80):
+                        sp += 0
+                    elif b3 & 0xC0 != 0x80:
+                        sp += 1
+                    else:
+                        sp += 2
+                else:
+                    sp += 3
+                    out.append(chr(uc))
+                continue
+            if b1 > 0xF4 or (sp < sl and ((b1 == 0xF0 and not 0x90 <= data[sp] <= 0xBF)
+                                          or (b1 == 0xF4 and data[sp] & 0xF0 != 0x80) or data[sp] & 0xC0 != 0x80)):
+                out.append("\ufffd")
+                continue
+            sp += 1
+            out.append("\ufffd")
+            if sp < sl and data[sp] & 0xC0 != 0x80:
+                continue
+            break
+        else:
+            out.append("\ufffd")
+    return "".join(out)
 
 
 class _StringSerde(Serde):
@@ -59,15 +181,25 @@ class _StringSerde(Serde):
             return None
         if not isinstance(data, str):
             raise self._incompatible(topic, data, "str")
-        return data.encode("utf-8")
+        try:
+            return data.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: Java's getBytes(UTF_8) writes '?' for each
+            return data.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass").encode(
+                "utf-8", "replace")
 
     def deserialize(self, topic, data):
-        return None if data is None else bytes(data).decode("utf-8")
+        if data is None:
+            return None
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            return javaUtf8Decode(bytes(data))
 
 
 class _StructSerde(Serde):
     fmt = ">q"
     types: tuple[type, ...] = (int,)
+    deserializerName = "Deserializer"  # as Kafka's size error names it
 
     def serialize(self, topic, data):
         if data is None:
@@ -84,18 +216,20 @@ class _StructSerde(Serde):
             return None
         size = struct.calcsize(self.fmt)
         if len(data) != size:
-            raise SerializationException(
-                f"Size of data received by {self!r} is not {size}"  # Kafka LongDeserializer wording
-            )
+            raise SerializationException(f"Size of data received by {self.deserializerName} is not {size}")
         return struct.unpack(self.fmt, data)[0]
 
 
 class _LongSerde(_StructSerde):
-    name, fmt = "Long", ">q"
+    name, fmt, deserializerName = "Long", ">q", "LongDeserializer"
 
 
 class _IntegerSerde(_StructSerde):
-    name, fmt = "Integer", ">i"
+    name, fmt, deserializerName = "Integer", ">i", "IntegerDeserializer"
+
+
+class _ShortSerde(_StructSerde):
+    name, fmt, deserializerName = "Short", ">h", "ShortDeserializer"
 
 
 class _DoubleSerde(_StructSerde):
@@ -104,10 +238,6 @@ class _DoubleSerde(_StructSerde):
 
 class _FloatSerde(_StructSerde):
     name, fmt, types = "Float", ">f", (int, float)
-
-
-class _ShortSerde(_StructSerde):
-    name, fmt = "Short", ">h"
 
 
 class _BooleanSerde(Serde):
@@ -124,8 +254,11 @@ class _BooleanSerde(Serde):
         if data is None:
             return None
         if len(data) != 1:
-            raise SerializationException(f"Size of data received by {self!r} is not 1")
-        return data[0] == 1  # Kafka BooleanDeserializer: any byte but 1 is false
+            raise SerializationException("Size of data received by BooleanDeserializer is not 1")
+        if data[0] > 1:
+            signed = data[0] - 256 if data[0] > 127 else data[0]
+            raise SerializationException(f"Unexpected byte received by BooleanDeserializer: {signed}")
+        return data[0] == 1
 
 
 class _VoidSerde(Serde):
@@ -138,7 +271,7 @@ class _VoidSerde(Serde):
 
     def deserialize(self, topic, data):
         if data is not None:
-            raise SerializationException(f"Data should be null for a VoidDeserializer (topic {topic}).")
+            raise ValueError("Data should be null for a VoidDeserializer.")  # Kafka: IllegalArgumentException
         return None
 
 
@@ -197,6 +330,101 @@ class _ByteArraySerde(Serde):
 
     def deserialize(self, topic, data):
         return None if data is None else bytes(data)
+
+
+class _BytesSerde(_ByteArraySerde):
+    """Kafka ``Serdes.Bytes()`` (``org.apache.kafka.common.utils.Bytes``, a comparable, hashable
+    byte array): Python's ``bytes`` is that already."""
+
+    name = "Bytes"
+
+
+class _ByteBufferSerde(_ByteArraySerde):
+    """Kafka ``Serdes.ByteBuffer()``: the buffer's bytes (``bytes``, ``bytearray`` or ``memoryview``)."""
+
+    name = "ByteBuffer"
+
+
+_FIXED_SIZE = {_ShortSerde: 2, _IntegerSerde: 4, _FloatSerde: 4, _LongSerde: 8, _DoubleSerde: 8, _UUIDSerde: 36}
+_NULL_ENTRY = -1
+
+
+class _ListSerde(Serde):
+    """Kafka ``Serdes.ListSerde(listClass, inner)``: a strategy byte (0: the inner serde has a fixed
+    size, then the null entries' indexes; 1: each entry prefixed by its length, -1 for null), the
+    entry count, the entries (``ListSerializer`` / ``ListDeserializer``)."""
+
+    name = "ListSerde"
+
+    def __init__(self, listClass, inner: Serde) -> None:
+        self.listClass, self.inner = listClass, inner
+        self._size = _FIXED_SIZE.get(type(inner))
+
+    def __repr__(self) -> str:
+        return f"Serdes.ListSerde({getattr(self.listClass, '__name__', self.listClass)}, {self.inner!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _ListSerde and (self.listClass, self.inner) == (other.listClass, other.inner)
+
+    def __hash__(self) -> int:
+        return hash((_ListSerde, self.inner))
+
+    def serialize(self, topic, data):
+        if data is None:
+            return None
+        out = bytearray()
+        if self._size is not None:
+            nulls = [i for i, entry in enumerate(data) if entry is None]
+            out += struct.pack(f">bi{len(nulls)}i", 0, len(nulls), *nulls)
+        else:
+            out.append(1)
+        out += struct.pack(">i", len(data))
+        for entry in data:
+            if entry is None:
+                if self._size is None:
+                    out += struct.pack(">i", _NULL_ENTRY)
+                continue
+            encoded = self.inner.serialize(topic, entry)
+            if self._size is None:
+                out += struct.pack(">i", len(encoded))
+            out += encoded
+        return bytes(out)
+
+    def deserialize(self, topic, data):
+        if data is None:
+            return None
+        data = bytes(data)
+        pos = 0
+
+        def readInt() -> int:
+            nonlocal pos
+            if pos + 4 > len(data):  # Java: EOFException, wrapped
+                raise SerializationException("Unable to deserialize into a List")
+            pos += 4
+            return struct.unpack_from(">i", data, pos - 4)[0]
+
+        if not data:
+            raise SerializationException("Unable to deserialize into a List")
+        flag = data[0] - 256 if data[0] > 127 else data[0]
+        pos = 1
+        if flag not in (0, 1):
+            raise SerializationException("Invalid serialization strategy flag value")
+        constant = flag == 0
+        nulls = {readInt() for _ in range(readInt())} if constant else set()
+        if constant and self._size is None:  # Kafka: an unboxing NullPointerException
+            raise SerializationException(f"{self!r} has no fixed entry size for data written with one")
+        entries = []
+        for i in range(readInt()):
+            size = self._size if constant else readInt()
+            if size == _NULL_ENTRY or i in nulls:
+                entries.append(None)
+                continue
+            if size > 0 and pos >= len(data):
+                raise SerializationException("End of the stream was reached prematurely")
+            payload = data[pos:pos + size]  # Java's read() may read less: the rest stays zero
+            pos += len(payload)
+            entries.append(self.inner.deserialize(topic, payload + bytes(size - len(payload))))
+        return entries if self.listClass in (None, list) else self.listClass(entries)
 
 
 try:
@@ -264,16 +492,29 @@ class _PickleSerde(Serde):
         return None if data is None else pickle.loads(data)
 
 
+# The Kafka serializer class and value class of each built-in serde, for Kafka's error texts
+for _serde, _serializer, _javaType in (
+        (_StringSerde, "StringSerializer", "java.lang.String"), (_LongSerde, "LongSerializer", "java.lang.Long"),
+        (_IntegerSerde, "IntegerSerializer", "java.lang.Integer"), (_ShortSerde, "ShortSerializer", "java.lang.Short"),
+        (_DoubleSerde, "DoubleSerializer", "java.lang.Double"), (_FloatSerde, "FloatSerializer", "java.lang.Float"),
+        (_BooleanSerde, "BooleanSerializer", "java.lang.Boolean"), (_ByteArraySerde, "ByteArraySerializer", "[B"),
+        (_BytesSerde, "BytesSerializer", "org.apache.kafka.common.utils.Bytes"),
+        (_ByteBufferSerde, "ByteBufferSerializer", "java.nio.ByteBuffer"), (_UUIDSerde, "UUIDSerializer", "java.util.UUID"),
+        (_VoidSerde, "VoidSerializer", "java.lang.Void"), (_ListSerde, "ListSerializer", "java.util.List")):
+    _serde.javaSerializer, _serde.javaType = "org.apache.kafka.common.serialization." + _serializer, _javaType
+
+
 class Serdes:
     """Factory of the built-in serdes (Kafka ``Serdes``).
 
-    ``String`` (UTF-8), ``Long``, ``Integer`` and ``Short`` (8, 4 and 2-byte big-endian), ``Double``
-    and ``Float`` (IEEE 754 big-endian, 8 and 4 bytes), ``Boolean`` (one byte, 1 = true),
-    ``ByteArray``, ``UUID`` (the UUID's text form in UTF-8) and ``Void`` (only null) are
-    byte-compatible with Kafka's. ``JSON`` (UTF-8 JSON of dicts, lists, str, numbers, bool) and
-    ``Pickle`` (any picklable Python object) are kspark's additions for Python values.
-    ``serdeFrom`` builds a serde from a serializer and a deserializer, or picks the built-in one
-    for a Python type.
+    ``String`` (UTF-8; invalid input decodes to U+FFFD as Java does), ``Long``, ``Integer``,
+    ``Short`` (8-, 4-, 2-byte big-endian), ``Double`` and ``Float`` (IEEE 754 big-endian, 8 and 4
+    bytes), ``Boolean`` (one byte), ``ByteArray``, ``Bytes`` and ``ByteBuffer`` (raw bytes),
+    ``UUID`` (the UUID's text form in UTF-8), ``Void`` (only null) and ``ListSerde`` are
+    byte-compatible with Kafka's. ``JSON`` (UTF-8
+    JSON of dicts, lists, str, numbers, bool) and ``Pickle`` (any picklable Python object) are
+    kspark's additions for Python values. ``serdeFrom`` builds a serde from a serializer and a
+    deserializer, or picks the built-in one for a Python type.
     """
 
     @staticmethod
@@ -310,14 +551,41 @@ class Serdes:
 
     @staticmethod
     def Short() -> Serde:
-        """``int`` values in -32768..32767 as 2 bytes big-endian (Kafka ``Serdes.Short()``)."""
+        """``int`` values from -32768 to 32767 as 2-byte big-endian (Kafka ``Serdes.Short()``)."""
         return _ShortSerde()
 
     @staticmethod
     def Boolean() -> Serde:
-        """``bool`` values as one byte, 1 or 0 (Kafka ``Serdes.Boolean()``; reading, any byte but 1
-        is false, as Kafka's ``BooleanDeserializer`` reads it)."""
+        """``bool`` values as one byte, 1 or 0 (Kafka ``Serdes.Boolean()``)."""
         return _BooleanSerde()
+
+    @staticmethod
+    def Bytes() -> Serde:
+        """Raw bytes (Kafka ``Serdes.Bytes()``, whose ``Bytes`` wrapper is Python's ``bytes``)."""
+        return _BytesSerde()
+
+    @staticmethod
+    def ByteBuffer() -> Serde:
+        """Raw bytes (Kafka ``Serdes.ByteBuffer()``); read back as ``bytes``."""
+        return _ByteBufferSerde()
+
+    @staticmethod
+    def ListSerde(listClass, innerSerde: Serde) -> Serde:
+        """Lists of ``innerSerde``'s values in Kafka's ``ListSerializer`` format (Kafka
+        ``Serdes.ListSerde(listClass, serde)``): ``listClass`` (``list``, ``tuple``, or any
+        callable taking the entries) builds what is read back.
+
+        Raises
+        ------
+        ValueError
+            If ``listClass`` or ``innerSerde`` is None (Kafka: ``IllegalArgumentException``).
+        """
+        if listClass is None or innerSerde is None:
+            raise ValueError('ListDeserializer requires both "listClass" and "innerDeserializer" parameters to '
+                             "be provided during initialization")
+        if not (hasattr(innerSerde, "serialize") and hasattr(innerSerde, "deserialize")):
+            raise TypeError(f"Serdes.ListSerde(): innerSerde must be a Serde, got {type(innerSerde).__name__}")
+        return _ListSerde(listClass, innerSerde)
 
     @staticmethod
     def UUID() -> Serde:
@@ -347,8 +615,8 @@ class Serdes:
             serde = {str: _StringSerde, int: _LongSerde, float: _DoubleSerde, bytes: _ByteArraySerde, bool: _BooleanSerde,
                      _uuid.UUID: _UUIDSerde, type(None): _VoidSerde}.get(serializerOrType)
             if serde is None:
-                raise ValueError(f"Unknown class for built-in serializer: {serializerOrType.__name__}. Supported types "
-                                 "are: str, int, float, bytes, bool, uuid.UUID, NoneType")
+                raise ValueError("Unknown class for built-in serializer. Supported types are: str, int, float, bytes, "
+                                 f"bool, uuid.UUID, NoneType (got {serializerOrType.__name__})")
             return serde()
         serialize = getattr(serializerOrType, "serialize", serializerOrType)
         deserialize = getattr(deserializer, "deserialize", deserializer)

@@ -23,25 +23,10 @@ from kspark import (
 )
 
 # ------------------------------------------------------------------------------ known differences
-# Reasons of the expected failures: the findings written up in FINDINGS.md. A fix turns the
-# scenario into XPASS, which fails the run: remove the mark then. (Issue 19's items 1-10 were
-# marked the same way until the fidelity fixes landed in main; all of them flipped.)
-F1 = "FINDINGS F1: Serdes.Short/Boolean/Bytes/ByteBuffer missing"
-F3 = "FINDINGS F3: static factories Produced.keySerde, Grouped.valueSerde, Repartitioned.numberOfPartitions missing"
-F5 = "FINDINGS F5: invalid UTF-8 fails kspark's String deserializer, Kafka's decodes it to U+FFFD"
-F6 = "FINDINGS F6: a cached KTable forwards a tombstone for an absent key"
-F7 = "FINDINGS F7: uncached session aggregation forwards the input's headers, Kafka none"
-F8 = "FINDINGS F8: suppress buffer sizes lack the old value (maxBytes evicts later)"
-F9 = "FINDINGS F9: Processor API port gaps (RecordMetadata methods, FixedKey processors, Headers)"
-F10 = "FINDINGS F10: WindowedSerdes.*From take a Serde, Kafka's a class"
-F11 = "FINDINGS F11: generated names differ from Kafka 4.3's"
-F12 = "FINDINGS F12: error texts differ from Kafka 4.3's"
-F13 = "FINDINGS F13: windowed count + suppress with default serdes runs where Kafka fails"
-F14 = "FINDINGS F14: suppress has no store in describe() and does not materialize its source table"
-F15 = "FINDINGS F15: windowed reduce after a null value"
-F16 = "FINDINGS F16: SessionWindows refuses a zero gap, Kafka 4.3 only a negative one"
-F17 = "FINDINGS F17: emit-on-close does not read windows through the record cache"
-F18 = "FINDINGS F18: StreamPartitioner returns an int, Kafka 4's partitions() a set of partitions"
+# Reasons of the expected failures: the findings written up in FINDINGS.md, one constant each
+# (F1 = "FINDINGS F1: ..."), given as a scenario's xfail. A fix turns the scenario into XPASS,
+# which fails the run: remove the mark then. (Issue 19's items 1-10 and FINDINGS F1-F18 were
+# marked so until fixed; all of them flipped, so no scenario is marked today.)
 
 
 # ------------------------------------------------------------------------------ input generators
@@ -460,7 +445,7 @@ def _(b, p):
     b.stream("in").repartition(Repartitioned.with_(Serdes.String(), Serdes.String()).withName("rp")).to("out")
 
 
-@scenario("stream.repartition.partitions", F, xfailDescribe=F3, xfail=F3)
+@scenario("stream.repartition.partitions", F)
 def _(b, p):
     b.stream("in").repartition(Repartitioned.numberOfPartitions(1).withName("rp")).to("out")
 
@@ -502,7 +487,7 @@ def _(b, p):
     b.stream("in").process(CountingProcessor, Named.as_("counter"), "counts").to("out")
 
 
-@scenario("processValues", F, xfailDescribe=F9, xfail=F9, stores=COUNTS)
+@scenario("processValues", F, stores=COUNTS)
 def _(b, p):
     from kspark.processor import ContextualFixedKeyProcessor
 
@@ -522,7 +507,7 @@ def _(b, p):
     b.stream("in").processValues(Numbering, "counts").to("out")
 
 
-@scenario("process.metadata", F, xfail=F9)
+@scenario("process.metadata", F)
 def _(b, p):
     class Metadata(ContextualProcessor):
         def process(self, record):
@@ -533,7 +518,7 @@ def _(b, p):
     b.stream("in").process(Metadata).to("out")
 
 
-@scenario("process.headers", F, xfailDescribe=F9, xfail=F9)
+@scenario("process.headers", F)
 def _(b, p):
     from kspark.processor import RecordHeader
 
@@ -592,38 +577,35 @@ def _(b, p):
 
 # ------------------------------------------------------------------------------ built-in serdes
 F = "serde"
-KSPARK_SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void")
-OTHER_SERDES = ("Short", "Boolean", "Bytes", "ByteBuffer")
+SERDES = ("String", "Long", "Integer", "Double", "ByteArray", "Float", "UUID", "Void", "Short", "Boolean", "Bytes",
+          "ByteBuffer")
 
 
 def _serde(name: str):
     return getattr(Serdes, name)()
 
 
-for _name in KSPARK_SERDES + OTHER_SERDES:
-    _missing = None if _name in KSPARK_SERDES else F1
+for _name in SERDES:
     _inputs = {"in": Gen(serdeBytes(_name), serdeBytes(_name))}
 
-    @scenario(f"serde.produced[{_name}]", F, java="serde.produced", params={"serde": _name}, inputs=_inputs,
-              xfail=_missing, xfailDescribe=_missing)
+    @scenario(f"serde.produced[{_name}]", F, java="serde.produced", params={"serde": _name}, inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).to("out", Produced.with_(s, s))
 
-    @scenario(f"serde.inherit[{_name}]", F, java="serde.inherit", params={"serde": _name}, inputs=_inputs,
-              xfail=_missing, xfailDescribe=_missing)
+    @scenario(f"serde.inherit[{_name}]", F, java="serde.inherit", params={"serde": _name}, inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).to("out")
 
     @scenario(f"serde.inherit.filter[{_name}]", F, java="serde.inherit.filter", params={"serde": _name},
-              inputs=_inputs, xfail=_missing, xfailDescribe=_missing)
+              inputs=_inputs)
     def _(b, p):
         s = _serde(p["serde"])
         b.stream("in", Consumed.with_(s, s)).filter(lambda k, v: True).to("out")
 
 
-@scenario("serde.invalidUtf8", F, xfail=F5, java="serde.produced", params={"serde": "String"},
+@scenario("serde.invalidUtf8", F, java="serde.produced", params={"serde": "String"},
           inputs={"in": Gen(keys(), serdeBytes("String", bad=0.3))})
 def _(b, p):
     s = _serde(p["serde"])
@@ -754,7 +736,6 @@ def _(b, p):
 
 @scenario("aggregate.list.mutated", F, stores=({"name": "lists", "kind": "tkv"},), **{**AGG, "inputs": {"in": Gen(keys(), words())}})
 def _(b, p):
-    # Kafka: Serdes.ListSerde(ArrayList.class, Serdes.String()); kspark has no ListSerde, JSON holds the list
     def add(k, v, lst):
         lst.append(v)
         return lst
@@ -764,7 +745,7 @@ def _(b, p):
         return ",".join(lst)
 
     (b.stream("in").groupByKey()
-     .aggregate(lambda: [], add, Named.as_("agg"), Materialized.as_("lists").withValueSerde(Serdes.JSON()))
+     .aggregate(lambda: [], add, Named.as_("agg"), Materialized.as_("lists").withValueSerde(Serdes.ListSerde(list, Serdes.String())))
      .toStream().mapValues(mark).to("out"))
 
 
@@ -808,7 +789,7 @@ def _(b, p):
      .windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).count().toStream().to("out"))
 
 
-@scenario("wcount.windowedSerde", F, xfail=F10, **WIN)
+@scenario("wcount.windowedSerde", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).count().toStream()
      .to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(str, 1000), Serdes.Long())))
@@ -846,7 +827,7 @@ def _(b, p):
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.emitFinal", F, xfail={"cache": F17}, **WIN)
+@scenario("wcount.emitFinal", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
@@ -857,15 +838,14 @@ def _expiredBeforeClose(rng):
     return [{"pipe": "in", "k": b"a".hex(), "v": b"x".hex(), "ts": ts, "h": []} for ts in (1456, 3218, 3300)]
 
 
-@scenario("wcount.emitFinal.expiredInCache", F, java="wcount.emitFinal", steps=_expiredBeforeClose,
-          xfail={"cache": F17}, **WIN)
+@scenario("wcount.emitFinal.expiredInCache", F, java="wcount.emitFinal", steps=_expiredBeforeClose, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -873,7 +853,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress.named", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Named.as_("wc"), Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -881,7 +861,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("wcount.suppress.withName", F, xfailDescribe=F14, **WIN)
+@scenario("wcount.suppress.withName", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500)))
      .count(Named.as_("wc"), Materialized.with_(Serdes.String(), Serdes.Long()))
@@ -908,7 +888,7 @@ def _nullFirst(rng):
             for v, ts in ((None, 100), (b"x".hex(), 200), (b"y".hex(), 300), (None, 1100), (b"z".hex(), 1200))]
 
 
-@scenario("wreduce.nullFirst", F, java="wreduce", steps=_nullFirst, xfail=F15,
+@scenario("wreduce.nullFirst", F, java="wreduce", steps=_nullFirst,
           **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(SECOND)).reduce(lambda a, v: a + "+" + orDash(v))
@@ -973,25 +953,25 @@ GAP = timedelta(milliseconds=500)
 SSTORE = ({"name": "sstore", "kind": "session", "probe": list("abcd")},)
 
 
-@scenario("scount", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.inherit", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.inherit", F, **WIN)
 def _(b, p):
     (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count().toStream().to("out"))
 
 
-@scenario("scount.named", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP)).count(Named.as_("sc"))
      .toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.grace", F, xfail={"nocache": F7}, **WIN)
+@scenario("scount.grace", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=1000))).count().toStream()
@@ -1006,7 +986,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress", F, xfailDescribe=F14, xfail={"nocache": F7}, **WIN)
+@scenario("scount.suppress", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -1015,7 +995,7 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.suppress.named", F, xfailDescribe=F14, xfail={"nocache": F7}, **WIN)
+@scenario("scount.suppress.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=300)))
@@ -1024,34 +1004,34 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.materialized", F, stores=SSTORE, xfail={"nocache": F7}, **WIN)
+@scenario("scount.materialized", F, stores=SSTORE, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .count(Materialized.as_("sstore")).toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("scount.named.materialized", F, xfail={"nocache": F7}, stores=SSTORE, **WIN)
+@scenario("scount.named.materialized", F, stores=SSTORE, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .count(Named.as_("sc"), Materialized.as_("sstore")).toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("sreduce", F, xfail={"nocache": F7}, **WIN)
+@scenario("sreduce", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .reduce(lambda a, v: a + "+" + orDash(v)).toStream().map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("sreduce.named", F, xfail={"nocache": F7}, **WIN)
+@scenario("sreduce.named", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(GAP))
      .reduce(lambda a, v: a + "+" + orDash(v), Named.as_("sr")).toStream()
      .map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("saggregate", F, xfail={"nocache": F7}, **WIN)
+@scenario("saggregate", F, **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=200)))
@@ -1059,8 +1039,7 @@ def _(b, p):
      .map(lambda w, v: KeyValue.pair(wk(w), v)).to("out"))
 
 
-@scenario("saggregate.materialized", F, stores=({"name": "sa", "kind": "session", "probe": list("abcd")},),
-          xfail={"nocache": F7}, **WIN)
+@scenario("saggregate.materialized", F, stores=({"name": "sa", "kind": "session", "probe": list("abcd")},), **WIN)
 def _(b, p):
     (b.stream("in").groupByKey()
      .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, timedelta(milliseconds=200)))
@@ -1084,13 +1063,12 @@ def _(b, p):
     b.table("in", Consumed.with_(Serdes.String(), Serdes.String())).toStream().to("out")
 
 
-@scenario("table.materialized", F, stores=({"name": "t", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.materialized", F, stores=({"name": "t", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in", Materialized.as_("t")).toStream().to("out")
 
 
-@scenario("table.consumed.materialized", F, xfail={"cache": F6}, stores=({"name": "t", "kind": "tkv"},), **TBL)
+@scenario("table.consumed.materialized", F, stores=({"name": "t", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in", Consumed.with_(Serdes.String(), Serdes.String()), Materialized.as_("t")).toStream().to("out")
 
@@ -1105,13 +1083,12 @@ def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Named.as_("flt")).toStream().to("out")
 
 
-@scenario("table.filter.materialized", F, stores=({"name": "f", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.filter.materialized", F, stores=({"name": "f", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Materialized.as_("f")).toStream().to("out")
 
 
-@scenario("table.filter.named.materialized", F, xfail={"cache": F6}, stores=({"name": "f", "kind": "tkv"},), **TBL)
+@scenario("table.filter.named.materialized", F, stores=({"name": "f", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").filter(lambda k, v: len(v) > 2, Named.as_("flt"), Materialized.as_("f")).toStream().to("out")
 
@@ -1131,13 +1108,12 @@ def _(b, p):
     b.table("in").mapValues(lambda k, v: k + "=" + v).toStream().to("out")
 
 
-@scenario("table.mapValues.materialized", F, stores=({"name": "mv", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("table.mapValues.materialized", F, stores=({"name": "mv", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").mapValues(lambda v: v.upper(), Materialized.as_("mv")).toStream().to("out")
 
 
-@scenario("table.mapValues.named.materialized", F, xfail={"cache": F6}, stores=({"name": "mv", "kind": "tkv"},), **TBL)
+@scenario("table.mapValues.named.materialized", F, stores=({"name": "mv", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.table("in").mapValues(lambda v: v.upper(), Named.as_("up"), Materialized.as_("mv")).toStream().to("out")
 
@@ -1202,57 +1178,56 @@ def _(b, p):
      .toStream().to("out", LONGS))
 
 
-@scenario("table.join", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.join", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c).toStream().to("out")
 
 
-@scenario("table.leftJoin", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.leftJoin", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.leftJoin(b.table("in2"), lambda a, c: a + "|" + orDash(c)).toStream().to("out")
 
 
-@scenario("table.outerJoin", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.outerJoin", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.outerJoin(b.table("in2"), lambda a, c: orDash(a) + "|" + orDash(c)).toStream().to("out")
 
 
-@scenario("table.join.named", F, xfail={"cache": F6}, **TBL2)
+@scenario("table.join.named", F, **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn")).toStream().to("out")
 
 
-@scenario("table.join.materialized", F, stores=({"name": "j", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL2)
+@scenario("table.join.materialized", F, stores=({"name": "j", "kind": "tkv"},), **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Materialized.as_("j")).toStream().to("out")
 
 
-@scenario("table.join.named.materialized", F, xfail={"cache": F6}, stores=({"name": "j", "kind": "tkv"},), **TBL2)
+@scenario("table.join.named.materialized", F, stores=({"name": "j", "kind": "tkv"},), **TBL2)
 def _(b, p):
     left = b.table("in1")
     left.join(b.table("in2"), lambda a, c: a + "|" + c, Named.as_("jn"), Materialized.as_("j")).toStream().to("out")
 
 
-@scenario("table.suppress.timeLimit", F, xfail={"cache": F6}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.timeLimit", F, **TBL)
 def _(b, p):
     (b.table("in").suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.unbounded()))
      .toStream().to("out"))
 
 
-@scenario("table.suppress.maxRecords", F, xfail={"cache": F6}, xfailDescribe=F14, **TBL)
+@scenario("table.suppress.maxRecords", F, **TBL)
 def _(b, p):
     (b.table("in")
      .suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.maxRecords(2).emitEarlyWhenFull()))
      .toStream().to("out"))
 
 
-@scenario("count.suppress.maxBytes", F, xfailDescribe=F14, xfail=F8, **AGG)
+@scenario("count.suppress.maxBytes", F, **AGG)
 def _(b, p):
     (b.stream("in").groupByKey().count()
      .suppress(Suppressed.untilTimeLimit(timedelta(milliseconds=2000),
@@ -1270,13 +1245,12 @@ def _(b, p):
     b.stream("in").toTable(Named.as_("as-table")).toStream().to("out")
 
 
-@scenario("toTable.materialized", F, stores=({"name": "tt", "kind": "tkv"},),
-          xfail={"cache": F6}, **TBL)
+@scenario("toTable.materialized", F, stores=({"name": "tt", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.stream("in").toTable(Materialized.as_("tt")).toStream().to("out")
 
 
-@scenario("toTable.named.materialized", F, xfail={"cache": F6}, stores=({"name": "tt", "kind": "tkv"},), **TBL)
+@scenario("toTable.named.materialized", F, stores=({"name": "tt", "kind": "tkv"},), **TBL)
 def _(b, p):
     b.stream("in").toTable(Named.as_("as-table"), Materialized.as_("tt")).toStream().to("out")
 
@@ -1337,7 +1311,7 @@ def _(b, p):
      .to("out"))
 
 
-@scenario("sjoin.global.named", F, xfailDescribe=F11, stores=({"name": "g-store", "kind": "tkv"},), **GJOIN)
+@scenario("sjoin.global.named", F, stores=({"name": "g-store", "kind": "tkv"},), **GJOIN)
 def _(b, p):
     g = b.globalTable("glb", Materialized.as_("g-store"))
     (b.stream("in").join(g, lambda k, v: None if v is None else v[0:1], lambda k, v, gv: orDash(k) + ":" + v + "|" + gv,
@@ -1392,7 +1366,7 @@ F = "failure"
 LONG_VALUES = {"in": Gen(keys(), serdeBytes("Long", bad=0.2))}
 
 
-@scenario("fail.deserialization", F, xfail=F12, inputs=LONG_VALUES)
+@scenario("fail.deserialization", F, inputs=LONG_VALUES)
 def _(b, p):
     b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).to("out", Produced.with_(Serdes.String(), Serdes.Long()))
 
@@ -1424,7 +1398,7 @@ def _(b, p):
     b.stream("in").mapValues(check).to("out")
 
 
-@scenario("fail.sink.wrongSerde", F, xfail=F12, inputs={"in": Gen(keys(), serdeBytes("Long", bad=0))})
+@scenario("fail.sink.wrongSerde", F, inputs={"in": Gen(keys(), serdeBytes("Long", bad=0))})
 def _(b, p):
     b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).mapValues(lambda v: v).to("out")
 
@@ -1440,12 +1414,12 @@ def _(b, p):
     b.stream("in", Consumed.with_(ValueTimestampExtractor())).to("out")
 
 
-@scenario("fail.suppress.notWindowed", F, xfail=F12, inputs=TABLE)
+@scenario("fail.suppress.notWindowed", F, inputs=TABLE)
 def _(b, p):
     b.table("in").suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())).toStream().to("out")
 
 
-@scenario("fail.store.notConnected", F, xfail=F12)
+@scenario("fail.store.notConnected", F)
 def _(b, p):
     b.addStateStore(countsStore())
     b.stream("in").process(CountingProcessor).to("out")
@@ -1456,7 +1430,7 @@ def _(b, p):
     b.stream("in").flatMap(lambda k, v: None if v is not None and v.startswith("x") else [KeyValue.pair(k, v)]).to("out")
 
 
-@scenario("fail.suppress.shutDown", F, xfailDescribe=F14, xfail=F8 + "; " + F14, inputs=TABLE)
+@scenario("fail.suppress.shutDown", F, inputs=TABLE)
 def _(b, p):
     (b.table("in")
      .suppress(Suppressed.untilTimeLimit(SECOND, Suppressed.BufferConfig.maxRecords(1).shutDownWhenFull()))
@@ -1478,13 +1452,13 @@ def _(b, p):
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("fail.sessionWindows.zeroGap", F, xfailDescribe=F16, xfail=F16)
+@scenario("fail.sessionWindows.zeroGap", F)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(0))).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-@scenario("fail.sessionWindows.negativeGap", F, xfail=F16)
+@scenario("fail.sessionWindows.negativeGap", F)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=-1)))
      .count().toStream().map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
@@ -1504,7 +1478,7 @@ def _(b, p):
      .groupByKey().count().toStream().to("out", LONGS))
 
 
-@scenario("fail.suppress.defaultSerdes", F, xfailDescribe=F14, xfail=F13, cached=True)
+@scenario("fail.suppress.defaultSerdes", F, cached=True)
 def _(b, p):
     (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(SECOND, timedelta(milliseconds=500))).count()
      .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())).toStream()
@@ -1589,17 +1563,17 @@ def _(b, p):
 F = "api"
 
 
-@scenario("api.produced.keySerde", F, xfailDescribe=F3, xfail=F3)
+@scenario("api.produced.keySerde", F)
 def _(b, p):
     b.stream("in").to("out", Produced.keySerde(Serdes.String()))
 
 
-@scenario("api.produced.partitioner", F, xfail=F18)
+@scenario("api.produced.partitioner", F)
 def _(b, p):
     b.stream("in").to("out", Produced.with_(Serdes.String(), Serdes.String(), lambda t, k, v, n: {0}))
 
 
-@scenario("api.grouped.valueSerde", F, xfailDescribe=F3, xfail=F3, cached=True)
+@scenario("api.grouped.valueSerde", F, cached=True)
 def _(b, p):
     b.stream("in").groupBy(lambda k, v: v, Grouped.valueSerde(Serdes.String())).count().toStream().to("out", LONGS)
 
@@ -1609,7 +1583,7 @@ def _(b, p):
     b.stream("in", Consumed.as_("source")).to("out")
 
 
-@scenario("api.table.consumed.as", F, xfailDescribe=F11, inputs=TABLE)
+@scenario("api.table.consumed.as", F, inputs=TABLE)
 def _(b, p):
     b.table("in", Consumed.as_("src")).toStream().to("out")
 

@@ -17,6 +17,10 @@ def topology():
 
 
 if __name__ == "__main__":
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test dumps a run that hangs
     servers, stateDir, guarantee, appId = sys.argv[1:5]
     streams = KafkaStreams(topology(), {
         "application.id": appId, "bootstrap.servers": servers, "state.dir": stateDir,

@@ -2,7 +2,9 @@
 from the checkpoint; stop the broker mid-run. With exactly_once_v2 the output read
 read_committed is exactly an uninterrupted run's; with at_least_once nothing is lost."""
 
+import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +68,19 @@ def runner(broker, stateDir, guarantee, **kw):
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
 
 
+def finish(proc, timeout=300):
+    """Wait for a runner (an uninterrupted run takes ~35 s); one that hangs is dumped (its Python
+    threads' stacks, faulthandler on SIGUSR1), killed, and fails the test with its stderr."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGUSR1)
+        time.sleep(2)
+        killRun(proc)
+        _, err = proc.communicate()
+        raise AssertionError(f"the run did not end within {timeout} s:\n{err.decode()[-6000:]}") from None
+
+
 def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
     rng = random.Random(seed)
     killed = 0
@@ -77,7 +92,7 @@ def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
             killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
             killed += 1
     final = runner(broker, stateDir, guarantee)
-    _, err = final.communicate(timeout=600)
+    _, err = finish(final)
     assert final.returncode == 0, err.decode()[-3000:]
     return killed
 
@@ -112,10 +127,10 @@ def test_broker_stopped_for_10_s_mid_run_then_restarted(kafkaBroker, tmp_path, e
     kafkaBroker.stop()
     time.sleep(10)
     kafkaBroker.start()
-    _, err = proc.communicate(timeout=600)
+    _, err = finish(proc)
     if proc.returncode != 0:
         assert b"bootstrap.servers=" in err or b"Kafka" in err, err.decode()[-3000:]
         final = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2")
-        _, err = final.communicate(timeout=600)
+        _, err = finish(final)
         assert final.returncode == 0, err.decode()[-3000:]
     assert output(topics) == {k: [(str(v), ts) for v, ts in updates] for k, updates in expected.items()}

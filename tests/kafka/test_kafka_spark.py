@@ -2,6 +2,7 @@
 errors for missing topics and changed partition counts, poison records under each handler."""
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import valuation_signals as vs  # noqa: E402
 from kspark import (  # noqa: E402
-    Consumed, KafkaStreams, LogAndContinueExceptionHandler, MissingSourceTopicException, Produced, Serdes,
+    AutoOffsetReset, Consumed, KafkaStreams, LogAndContinueExceptionHandler, MissingSourceTopicException, Produced, Serdes,
     SessionWindows, StreamsBuilder, StreamsException,
 )
 from kspark.runtime.partitioner import partitionForKey  # noqa: E402
@@ -135,6 +136,36 @@ def test_a_partition_count_changed_since_the_checkpoint_is_an_error(spark, kafka
     topics.createTopic("resized-in", 3)
     with pytest.raises(StreamsException, match=r"Topic resized-in has 3 partitions, but had 2 when the checkpoint"):
         KafkaStreams(b.build(), props, spark=spark).start()
+
+
+def test_each_source_reads_from_its_own_offset_reset_policy(spark, kafkaBroker, tmp_path):
+    """Consumed.withOffsetResetPolicy / Consumed.with_(AutoOffsetReset) override auto.offset.reset
+    (earliest here) per source topic when the group has no committed offset, as Kafka's
+    StreamThread resets each topic by its source's policy: ``latest`` reads nothing of the
+    backlog, ``byDuration(1 h)`` starts at the first record of the last hour (offsetsForTimes),
+    the default source reads everything."""
+    import time
+
+    now = int(time.time() * 1000)
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for name in ("reset-all", "reset-latest", "reset-recent", "reset-out"):
+        topics.createTopic(name, 1)
+    for name in ("reset-all", "reset-latest", "reset-recent"):
+        topics.produce(name, [(b"k", f"{name}-old".encode(), now - 7_200_000), (b"k", f"{name}-new".encode(), now - 60_000)],
+                       partitioner=partitionForKey)
+    b = StreamsBuilder()
+    strings = Consumed.with_(Serdes.String(), Serdes.String())
+    b.stream("reset-all", strings).to("reset-out", Produced.with_(Serdes.String(), Serdes.String()))
+    b.stream("reset-latest", strings.withOffsetResetPolicy(AutoOffsetReset.latest())).to(
+        "reset-out", Produced.with_(Serdes.String(), Serdes.String()))
+    b.stream("reset-recent", Consumed.with_(Serdes.String(), Serdes.String(), None,
+                                            AutoOffsetReset.byDuration(timedelta(hours=1)))).to(
+        "reset-out", Produced.with_(Serdes.String(), Serdes.String()))
+    run(b.build(), kafkaProps(kafkaBroker, tmp_path, "reset", **{"auto.offset.reset": "earliest"}), spark)
+    assert sorted(v.decode() for _, _, v, _ in readAll(topics, "reset-out")) == [
+        "reset-all-new", "reset-all-old", "reset-recent-new"]
+    assert topics.offsetsForTimes("reset-recent", now - 3_600_000) == {0: 1}
+    assert topics.offsetsForTimes("reset-recent", now) == {0: 2}  # none that late: the end offset
 
 
 @pytest.mark.parametrize("handler", ["LogAndFailExceptionHandler", "LogAndContinueExceptionHandler", "dead-letter"])

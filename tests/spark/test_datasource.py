@@ -202,6 +202,27 @@ def test_recreated_input_topic_is_read_from_the_reset_position(session, tmp_path
 # ---------------------------------------------------------------------- reader and writer without a query
 
 
+def test_reader_start_positions_follow_each_topics_reset_policy(tmp_path):
+    """A new checkpoint starts each topic at its own policy's position (offsetResetPolicies, from
+    Consumed.withOffsetResetPolicy), else autoOffsetReset's: earliest, latest, by_duration:<ms>
+    (the first record at or after now - ms: LocalTopics.offsetsForTimes scans the timestamps)."""
+    import time
+
+    now = int(time.time() * 1000)
+    topics = LocalTopics(tmp_path)
+    for name in ("a", "b", "c"):
+        topics.createTopic(name, 1)
+        topics.append(name, 0, pa.table({"timestamp": [now - 7_200_000, now - 60_000, now - 3_000_000],
+                                         "key": [b"k"] * 3, "value": [b"v"] * 3, "headers": [None] * 3}))
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a,b,c", "autoOffsetReset": "earliest",
+                                 "offsetResetPolicies": json.dumps({"b": "latest", "c": "by_duration:3600000"})})
+    start = reader.initialOffset()
+    assert {k: v for k, v in start.items() if "@" not in k} == {"a/0": 0, "b/0": 3, "c/0": 1}
+    assert topics.offsetsForTimes("c", now) == {0: 3}  # none that late: the end offset
+    with pytest.raises(ValueError, match=r"must be one of earliest, latest, none or by_duration:<ms>, got 'by_duration:pt1h'"):
+        TopicsStreamReader({"root": str(tmp_path), "topics": "a", "autoOffsetReset": "by_duration:PT1H"})
+
+
 def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     topics = LocalTopics(tmp_path)
     topics.createTopic("a", 2)

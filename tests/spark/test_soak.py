@@ -91,11 +91,13 @@ def test_continuous_run_stays_bounded(tmp_path):
         if proc.poll() is None:
             killRun(proc)
 
-    warm = [s for s in samples if s["t"] >= 120]  # after Spark's first 100 batches and the JIT's warm-up
-    assert len(warm) >= 2
-    first, rest = warm[0], warm[1:]
-    assert max(s["rssMB"] for s in rest) <= 1.25 * first["rssMB"]
-    assert max(s["state"][1] for s in rest) <= 1.5 * first["state"][1]
-    assert max(s["state"][0] for s in rest) <= 1.5 * first["state"][0]
+    # Bounded: the last third of the run holds no more than the middle third (Spark keeps its last
+    # 100 batches, so state.dir fills for the first ~100-200 s, depending on the machine's pace,
+    # then saw-tooths as old batches are purged; a leak grows through every third)
+    third = len(samples) // 3
+    middle, last = samples[third:2 * third], samples[2 * third:]
+    assert middle and last
+    for measure, slack in ((lambda s: s["rssMB"], 1.1), (lambda s: s["state"][0], 1.15), (lambda s: s["state"][1], 1.15)):
+        assert max(map(measure, last)) <= slack * max(map(measure, middle)), samples
     assert all(s["metrics"][0] <= 2 and s["metrics"][1] < 10_000 for s in samples)  # one file (and its .crc)
     assert all(s["staging"][0] <= 4 for s in samples)  # at most the batch being written: 2 tasks x 2 partitions

@@ -17,7 +17,7 @@ class Where:
 
     def process(self, record):
         meta = self.context.recordMetadata()
-        self.seen.append((record.key(), record.value(), None if meta is None else (meta.topic, meta.offset)))
+        self.seen.append((record.key(), record.value(), None if meta is None else (meta.topic(), meta.offset())))
 
     def close(self):
         pass

@@ -29,8 +29,10 @@ def test_log_and_fail_is_the_default_and_names_topic_partition_offset():
     with longValues() as d:
         pipeRaw(d, b"k", (5).to_bytes(8, "big"), 1)
         with pytest.raises(StreamsException, match=r"Deserialization exception handler is set to fail upon a "
-                                                   r"deserialization error.*topic=in, partition=0, offset=1: "
-                                                   r"SerializationException: Size of data received by Serdes.Long\(\) is not 8"):
+                                                   r"deserialization error. If you would rather have the streaming pipeline continue after a deserialization "
+                                                   r"error, please set the deserialization.exception.handler appropriately. "
+                                                   r"topic=in, partition=0, offset=1: "
+                                                   r"SerializationException: Size of data received by LongDeserializer is not 8"):
             pipeRaw(d, b"k", b"abc", 2)
 
 

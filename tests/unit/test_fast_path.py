@@ -321,7 +321,7 @@ def rawInputs(draw):
 def test_session_count_runs_equal_the_scalar_loop(raws, gap, grace, retention, batch, runs, asColumns):
     """The vectorised session-count runs against the scalar fused loop: same records, partitions,
     headers, counters and whole task checkpoint, records added as tuples or as columns (SA-1..SA-9, SA-12, ST-6 store expiry,
-    T-9..T-12 times, T-3 invalid timestamps skipped, undecodable keys skipped)."""
+    T-9..T-12 times, T-3 invalid timestamps skipped, keys that are not UTF-8 read as U+FFFD)."""
     b = StreamsBuilder()
     windows = SessionWindows.ofInactivityGapAndGrace(timedelta(milliseconds=gap), timedelta(milliseconds=grace))
     materialized = uncached("count", retention and max(retention, gap + grace))[0]
@@ -357,13 +357,10 @@ def test_session_count_runs_concrete_records():
     assert checkpoint["stores"]["s"]["observed"] == 30 and checkpoint["streamTime"] == 30
 
 
-@pytest.mark.parametrize("bad", ["timestamp", "key", "value"])
-def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
-    """T-3 (FailOnInvalidTimestamp) and LogAndFail deserialization: the queue reads record 3 when
-    it polls record 2, so the task fails with records 0 and 1 processed and 2 not, in a run as in
-    the scalar loop."""
-    raws = [(b"a", b"v", 10, ()), (b"b", b"v", 11, ()), (b"a", b"v", 12, ()),
-            (b"\xff" if bad == "key" else b"c", b"\xff" if bad == "value" else b"v", -1 if bad == "timestamp" else 13, ()),
+def test_session_count_runs_fail_where_the_scalar_loop_fails():
+    """T-3 (FailOnInvalidTimestamp): the queue reads record 3 when it polls record 2, so the task
+    fails with records 0 and 1 processed and 2 not, in a run as in the scalar loop."""
+    raws = [(b"a", b"v", 10, ()), (b"b", b"v", 11, ()), (b"a", b"v", 12, ()), (b"c", b"v", -1, ()),
             (b"a", b"v", 14, ())]
     config = {"default.deserialization.exception.handler": LogAndFailExceptionHandler,
               "default.timestamp.extractor": FailOnInvalidTimestamp()}
@@ -376,6 +373,22 @@ def test_session_count_runs_fail_where_the_scalar_loop_fails(bad):
     assert [r.key[:1] for r in produced] == [b"a", b"b"]
     assert produced == scalar.drainProduced()
     assert vectorised.stores["s"].snapshot() == scalar.stores["s"].snapshot()
+
+
+def test_session_count_runs_leave_invalid_utf8_keys_to_the_scalar_loop():
+    """FINDINGS F5: Kafka's StringDeserializer reads key b"\\xff" as U+FFFD, whose serialized bytes
+    differ from the raw ones; the runs (which key sessions by raw bytes) stop before it and the
+    scalar loop counts it under "\\ufffd", with the same records and store as without runs."""
+    raws = [(b"a", b"v", 10, ()), (b"\xff", b"v", 11, ()), (b"\xef\xbf\xbd", b"\xff", 12, ()), (b"a", b"v", 13, ())]
+    results = []
+    for runs in ((1, 1000), (None, None)):
+        with runsOf(*runs):
+            results.append(rawBatches(raws, topology(5, 100, "count"), 1000)[0])
+    vectorised, scalar = results
+    assert vectorised == scalar
+    assert [(KEY_SERDE.deserialize("out", k).key(), Serdes.Long().deserialize("out", v), ts)
+            for k, v, ts, _, _ in vectorised] == [
+        ("a", 1, 10), ("\ufffd", 1, 11), ("\ufffd", None, 11), ("\ufffd", 2, 12), ("a", None, 10), ("a", 2, 13)]
 
 
 def pipedToDriver(raws, topo, config, asList, alone=True):
@@ -451,3 +464,72 @@ def test_partition_time_of_records_piped_alone():
         out = d.createOutputTopic("out", KEY_SERDE, Serdes.Long()).readRecordsToList()
     assert [(r.key().window().start(), r.key().window().end(), r.value(), r.timestamp()) for r in out] == [
         (100, 100, 1, 100), (100, 100, None, 100), (50, 100, 2, 100), (50, 100, None, 100), (50, 100, 3, 100)]
+
+
+def _wrongSinkSerde(kind, keyErrors):
+    """A windowed count (caching off) into a sink whose value serde (String) cannot take a count,
+    or, with ``keyErrors``, a key serde whose inner serde fails on key "b"."""
+    def failOnB(topic, key):
+        if key == "b":
+            raise ValueError("no b")
+        return key.encode()
+
+    b = StreamsBuilder()
+    windows = (SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=5)) if kind == "session"
+               else TimeWindows.ofSizeWithNoGrace(timedelta(milliseconds=10)))
+    inner = Serdes.serdeFrom(failOnB, lambda t, data: data.decode()) if keyErrors else Serdes.String()
+    keySerde = (WindowedSerdes.sessionWindowedSerdeFrom(inner) if kind == "session"
+                else WindowedSerdes.timeWindowedSerdeFrom(inner, 10))
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey().windowedBy(windows)
+     .count(materialized=Materialized.as_("s").withCachingDisabled())
+     .toStream().to("out", Produced.with_(keySerde, Serdes.Long() if keyErrors else Serdes.String())))
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["session", "time"])
+@pytest.mark.parametrize("keyErrors", [False, True])
+def test_a_sink_error_in_the_fused_loop_is_handled_at_tostream_as_per_node(kind, keyErrors):
+    """FINDINGS F12: the sink's serialization error reaches toStream()'s processing handler in
+    both paths (LogAndContinue: dropped there, counted per node; the store still updated)."""
+    records = [("a", "v", 1, ()), ("b", "v", 2, ()), ("a", "v", 3, ())]
+    fused, perNode = (onDriver(records, _wrongSinkSerde(kind, keyErrors), f) for f in (True, False))
+    assert fused == perNode
+    out, metrics, store = fused
+    dropped = {(m.tag("processor-node-id"), m.tag("reason")): v for m, v in metrics.items()
+               if m.group == "kspark-dropped-records"}
+    # each update of "b" fails (keyErrors), or each non-null count (the String serializer writes
+    # the session's tombstone of [1,1] when a@3 merges it)
+    assert dropped == {("KTABLE-TOSTREAM-0000000002", "processing error: StreamsException"): 1 if keyErrors else 3}
+    assert len(out) == {(True, "session"): 3, (True, "time"): 2, (False, "session"): 1, (False, "time"): 0}[
+        keyErrors, kind]
+
+
+def test_a_sink_error_in_the_fused_loop_fails_as_per_node():
+    records = [("a", "v", 1, ())]
+    errors = []
+    for fused in (True, False):
+        with TopologyTestDriver(_wrongSinkSerde("time", False)) as d:
+            if not fused:
+                d._task._fastPath = None
+            with pytest.raises(StreamsException) as failure:
+                d.createInputTopic("in", Serdes.String(), Serdes.String()).pipeInput("a", "v", 1)
+            errors.append((str(failure.value), str(failure.value.__cause__)))
+    assert errors[0] == errors[1]
+    assert errors[0][0].startswith("Exception caught in process. taskId=0_0, processor=KTABLE-TOSTREAM-0000000002")
+    assert errors[0][1].startswith("ClassCastException while producing data to topic out. The value serializer "
+                                   "org.apache.kafka.common.serialization.StringSerializer")
+
+
+def test_windowed_reduce_with_null_values_in_the_fused_loop_equals_per_node():
+    """FINDINGS F15 on both paths: a null first value makes a null aggregate (no window stored,
+    a tombstone forwarded), the next value starts the window again."""
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(milliseconds=1000)))
+     .reduce(lambda a, v: f"{a}+{v}", materialized=Materialized.as_("s").withCachingDisabled())
+     .toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 1000), Serdes.String())))
+    records = [("a", None, 100, ()), ("a", "x", 200, ()), ("b", "y", 250, ()), ("a", None, 300, ())]
+    fused, perNode = (onDriver(records, b.build(), f) for f in (True, False))
+    assert fused == perNode
+    assert [(k[:1], v, ts) for k, v, ts, _, _ in fused[0]] == [
+        (b"a", None, 100), (b"a", b"x", 200), (b"b", b"y", 250), (b"a", b"x+None", 300)]

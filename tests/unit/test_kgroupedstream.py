@@ -1,6 +1,8 @@
 """Non-windowed aggregations: count, reduce, aggregate (rules T-17, RP-1, RP-2, SA-12 repartition naming)."""
 
-from kspark import Grouped, Materialized, Produced, Serdes, StreamsBuilder
+import pytest
+
+from kspark import Grouped, KeyValue, Materialized, Produced, Serdes, StreamsBuilder
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TestRecord, TopologyTestDriver
 
@@ -53,3 +55,24 @@ def test_grouped_name_names_the_repartition_topic():
     b = StreamsBuilder()
     b.stream("in").selectKey(lambda k, v: v).groupByKey(Grouped.as_("regrouped")).count()
     assert list(b.build().internalTopics()) == ["regrouped-repartition"]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_t17_uncached_aggregation_sends_the_initial_value_as_a_new_keys_old_value(cached):
+    """Kafka's KStreamAggregate forwards Change(newAgg, sendOldValues ? oldAgg : null) with oldAgg
+    = initializer() for a new key; a KTable groupBy downstream (which enables old values)
+    subtracts it. Cached, the flush reads the old value from the store: none. Kafka 4.3.1's
+    records for a@1, b@2, a@3 (FINDINGS F8, whose buffer sizes count that old value)."""
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().count(materialized=Materialized.with_(Serdes.String(), Serdes.Long()))
+     .groupBy(lambda k, v: KeyValue.pair("all", str(v)))
+     .aggregate(lambda: "", lambda k, v, agg: agg + "+" + v, lambda k, v, agg: agg + "-" + v)
+     .toStream().to("out"))
+    config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
+    if not cached:
+        config["statestore.cache.max.bytes"] = 0
+    with TopologyTestDriver(b.build(), config) as d:
+        d.createInputTopic("in").pipeKeyValueList([("a", "x"), ("b", "x"), ("a", "x")], 1, 1)
+        out = [(r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()]
+    assert out == ([("+1", 1), ("+1+1", 2), ("+1+1-1+2", 3)] if cached else
+                   [("+1", 1), ("+1-0+1", 2), ("+1-0+1-1+2", 3)])

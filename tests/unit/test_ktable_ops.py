@@ -5,7 +5,9 @@ TopologyTest.kTable*ShouldPreserveTopologyStructure (expected describe() strings
 Rules: T-15 (stateless ops keep the timestamp), J-1..J-4 (stream-table join against a derived table).
 """
 
-from kspark import Change, ContextualProcessor, Materialized, StreamsBuilder
+import pytest
+
+from kspark import Change, ContextualProcessor, Materialized, Serdes, StreamsBuilder
 from kspark.testing import TestRecord, TopologyTestDriver
 
 
@@ -46,7 +48,9 @@ def _doTestKTable(materializeFilter: bool):
     table3 = table1.filterNot(even)
     table2.toStream().to("out2")
     table3.toStream().to("out3")
-    with TopologyTestDriver(b.build()) as d:
+    # KTableFilterTest's drivers run without the record cache (statestore.cache.max.bytes 0): with
+    # it, the materialized filter's store would not forward deletes of keys it never held (F6)
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 0}) as d:
         pipeFilterInput(d)
         out2 = d.createOutputTopic("out2").readRecordsToList()
         out3 = d.createOutputTopic("out3").readRecordsToList()
@@ -308,3 +312,31 @@ def test_filter_over_an_aggregation_enables_its_old_values():
             t.pipeInput("u", "x", ts)
         assert d.createOutputTopic("plain-out").readRecordsToList() == [TestRecord("u", 1, 1), TestRecord("u", None, 2)]
         assert d.createOutputTopic("win-out").readRecordsToList() == [TestRecord("u@0", 1, 1), TestRecord("u@0", None, 2)]
+
+
+def _tableDeletes(build, pipes, cached):
+    b = StreamsBuilder()
+    build(b)
+    config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
+    if not cached:
+        config["statestore.cache.max.bytes"] = 0
+    with TopologyTestDriver(b.build(), config) as d:
+        for topic, key, value, ts in pipes:
+            d.createInputTopic(topic).pipeInput(key, value, ts)
+        return [(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_cached_table_store_forwards_no_delete_of_a_key_it_does_not_hold(cached):
+    """FINDINGS F6 (Kafka's CachingKeyValueStore.putAndMaybeForward skips an entry whose new and old
+    values are both null): a materialized source table, a materialized filter, and a join whose
+    source tables are materialized (and cached) to be looked up. Kafka 4.3.1's records."""
+    source = _tableDeletes(lambda b: b.table("in", Materialized.as_("t")).toStream().to("out"),
+                           [("in", "a", None, 1), ("in", "b", "x", 2), ("in", "b", None, 3)], cached)
+    assert source == ([] if cached else [("a", None, 1)]) + [("b", "x", 2), ("b", None, 3)]
+    filtered = _tableDeletes(lambda b: b.table("in").filter(lambda k, v: v != "x", Materialized.as_("f"))
+                             .toStream().to("out"), [("in", "a", "x", 1), ("in", "a", "y", 2)], cached)
+    assert filtered == ([] if cached else [("a", None, 1)]) + [("a", "y", 2)]
+    joined = _tableDeletes(lambda b: b.table("in1").join(b.table("in2"), lambda l, r: l + r).toStream().to("out"),
+                           [("in1", "a", "l", 1), ("in2", "a", None, 2), ("in2", "a", "r", 3)], cached)
+    assert joined == ([] if cached else [("a", None, 2)]) + [("a", "lr", 3)]

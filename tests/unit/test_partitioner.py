@@ -2,7 +2,7 @@
 
 import pytest
 
-from kspark import Produced, Serdes, StreamsBuilder
+from kspark import Consumed, Produced, Serdes, StreamsBuilder, StreamsException
 from kspark.runtime.partitioner import murmur2, partitionForKey
 from kspark.runtime.stream_task import StreamTask
 from kspark.config import StreamsConfig
@@ -64,3 +64,39 @@ def test_dp1_sink_partitions_by_serialized_key_and_spreads_null_keys():
 
 def test_murmur2_of_bytes_like_data_is_that_of_its_bytes():
     assert murmur2(bytearray(b"foobar")) == murmur2(memoryview(b"foobar")) == -790332482
+
+
+def _partitionedBy(partitioner, numPartitions=4):
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).to("out", Produced.with_(Serdes.String(), Serdes.String(), partitioner))
+    task = StreamTask("0_0", b.build().subtopologies()[0], {}, StreamsConfig(), 0, lambda t: t,
+                      lambda t: numPartitions)
+    from kspark.runtime.record_queue import RawRecord
+
+    task.addRecords("in", [RawRecord(0, 7, b"a", b"x"), RawRecord(1, 8, b"b", b"y")])
+    task.initialize()
+    task.processAll(0)
+    dropped = {(m.tag("processor-node-id"), m.tag("reason")): v for m, v in task.metrics.all().items()
+               if m.group == "kspark-dropped-records"}
+    return [(r.key, r.partition, r.timestamp) for r in task.drainProduced()], dropped
+
+
+def test_dp1_kafka4_stream_partitioner_returns_a_set_of_partitions():
+    """FINDINGS F18: Kafka 4's StreamPartitioner.partitions() returns Optional<Set<Integer>>: a set
+    multicasts (KIP-837), empty drops and counts the record, None (Optional.empty) is the default."""
+    out, dropped = _partitionedBy(lambda topic, key, value, n: {3, 1} if key == "a" else None)
+    assert out == [(b"a", 1, 7), (b"a", 3, 7), (b"b", 0, 8)]  # "b": 294391796 % 4 = 0 (DP-3)
+    assert dropped == {}
+
+    class OnlyA:  # an object with Kafka 4's method
+        def partitions(self, topic, key, value, numPartitions):
+            return {0} if key == "a" else set()
+
+    out, dropped = _partitionedBy(OnlyA())
+    assert out == [(b"a", 0, 7)]
+    assert dropped == {("KSTREAM-SINK-0000000001", "partitioner returned no partition"): 1}
+
+
+def test_a_partition_out_of_range_fails_the_task_naming_the_sink():
+    with pytest.raises(StreamsException, match="returned partition 4 for topic out with 4 partitions"):
+        _partitionedBy(lambda topic, key, value, n: {4})

@@ -102,6 +102,30 @@ def test_consumed_with_extractor_alone_is_the_extractor():
         assert d.createOutputTopic("out").readRecordsToList() == [TestRecord("k", {"t": 42}, 42)]
 
 
+def test_offset_reset_policy_is_bound_by_type_and_kept_by_the_source_node():
+    """Kafka 4's AutoOffsetReset (KIP-1106): Consumed.with_(resetPolicy), with_(k, v, extractor,
+    resetPolicy), withOffsetResetPolicy, Topology.addSource(resetPolicy, name, topics...)."""
+    from datetime import timedelta
+
+    from kspark import AutoOffsetReset, Topology
+
+    assert Consumed.with_(AutoOffsetReset.latest()).offsetResetPolicy == AutoOffsetReset.latest()
+    full = Consumed.with_(Serdes.String(), Serdes.Long(), PayloadTime(), AutoOffsetReset.byDuration(timedelta(hours=2)))
+    assert (full.valueSerde, full.offsetResetPolicy.policy()) == (Serdes.Long(), "by_duration:7200000")
+    assert Consumed.with_(Serdes.String(), Serdes.Long()).withOffsetResetPolicy(AutoOffsetReset.none()).keySerde == Serdes.String()
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(AutoOffsetReset.earliest())).to("out")
+    b.table("t", Consumed.withOffsetResetPolicy(AutoOffsetReset.latest()))
+    sources = {n.topics[0]: n.offsetReset for n in b.build()._nodes.values() if getattr(n, "topics", None)}
+    assert sources == {"in": AutoOffsetReset.earliest(), "t": AutoOffsetReset.latest()}
+    t = Topology().addSource(AutoOffsetReset.none(), "src", "a", "b")
+    assert (t._nodes["src"].topics, t._nodes["src"].offsetReset) == (["a", "b"], AutoOffsetReset.none())
+    with pytest.raises(ValueError, match="^Duration cannot be negative$"):
+        AutoOffsetReset.byDuration(-1)
+    with pytest.raises(TypeError, match="resetPolicy must be AutoOffsetReset, got str 'latest'"):
+        Consumed.withOffsetResetPolicy("latest")
+
+
 def test_ktable_tostream_with_mapper_rekeys():
     b = StreamsBuilder()
     b.table("in").toStream(lambda k, v: f"{k}-{v}").to("out")

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from kspark import Cancellable, ContextualProcessor, PunctuationType, Record, Topology
+from kspark import Cancellable, ContextualProcessor, PunctuationType, Record, StreamsException, Topology
 from kspark.runtime.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from kspark.testing import TestRecord, TopologyTestDriver
 
@@ -56,8 +56,11 @@ def driver(supplier, **kw):
 
 
 def test_p1_interval_below_one_millisecond_is_rejected():
-    with pytest.raises(ValueError, match="The minimum supported scheduling interval is 1 millisecond."):
+    # raised in init(), so wrapped as Kafka's ProcessorNode.init does
+    with pytest.raises(StreamsException, match="^failed to initialize processor ") as failure:
         driver(lambda: Punctuating(timedelta(microseconds=999), PunctuationType.STREAM_TIME))
+    assert isinstance(failure.value.__cause__, ValueError)
+    assert str(failure.value.__cause__) == "The minimum supported scheduling interval is 1 millisecond."
 
 
 def test_p2_p3_stream_time_fires_on_first_record_aligned_to_zero_with_current_stream_time():

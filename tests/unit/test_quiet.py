@@ -89,5 +89,7 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     lost = (b"26/11/23 23:58:01 WARN TaskSetManager: Lost task 1.0 in stage 7.0 (TID 21) (127.0.0.1 executor driver): "
             b"TaskKilled (Stage cancelled: Job 7 cancelled part of cancelled job group 1c2d)\n")
     assert pumped(monkeypatch, lost) == ""  # the stop killed the batch's running tasks
+    inQuery = lost.replace(b"TaskSetManager: ", b"TaskSetManager: [queryId = f6b1f] [batchId = 1] ")
+    assert pumped(monkeypatch, inQuery) == ""  # logged in the query's context: Spark's MDC prefix
     broadcast = b"26/11/24 00:12:52 ERROR TorrentBroadcast: Store broadcast broadcast_11 fail, remove all pieces of the broadcast\n"
     assert pumped(monkeypatch, broadcast) == ""  # the stop interrupted the planning of a batch

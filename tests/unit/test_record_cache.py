@@ -6,7 +6,8 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark import Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, WindowedSerdes
+from kspark import (Consumed, EmitStrategy, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder, TimeWindows,
+                    WindowedSerdes)
 from kspark.config import StreamsConfig
 from kspark.runtime.record_queue import RawRecord
 from kspark.runtime.stream_task import StreamTask
@@ -162,3 +163,35 @@ def test_st9_a_task_rebuilt_from_its_checkpoint_keeps_the_session_cache():
         task.processAll(0)
         task.commit()
         assert produced(task, SESSION_KEY) == [(W("k", 20, 20), None, 20), (W("k", 0, 20), 3, 20)]
+
+
+def test_f17_a_task_rebuilt_from_its_checkpoint_keeps_the_emit_final_window_cache():
+    """Emit on window close reads through its window cache (FINDINGS F17): after a@5 and a commit,
+    a@35 (size 10, no grace, retention 10) makes the store hide [0,10) before it closes, the cache
+    still holds it and the scan emits it. A task rebuilt from the checkpoint between two Spark
+    micro-batches must do the same, so the cache is checkpointed like a session cache."""
+    import pickle
+
+    from kspark import TimeWindow, Windowed
+
+    b = StreamsBuilder()
+    key = WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 10)
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(TimeWindows.ofSizeWithNoGrace(10)).emitStrategy(EmitStrategy.onWindowClose())
+     .count(materialized=Materialized.as_("w")).toStream().to("out", Produced.with_(key, Serdes.Long())))
+    topology = b.build()
+    live = newTask(topology, 10 * 1024 * 1024)
+    live.addRecords("in", [RawRecord(0, 5, b"a", b"v")])
+    live.processAll(0)
+    live.commit()
+    assert produced(live, key) == []
+    rebuilt = StreamTask("0_0", topology.subtopologies()[0], topology.storeBuilders(),
+                         StreamsConfig({"statestore.cache.max.bytes": 10 * 1024 * 1024}), 0, lambda t: t, lambda t: 1)
+    rebuilt.restore(pickle.loads(pickle.dumps(live.checkpoint())))
+    rebuilt.initialize()
+    assert rebuilt.recordCache.sizeBytes == live.recordCache.sizeBytes > 0
+    for task in (live, rebuilt):
+        task.addRecords("in", [RawRecord(1, 35, b"a", b"v")])
+        task.processAll(0)
+        task.commit()
+        assert produced(task, key) == [(Windowed("a", TimeWindow(0, 10)), 1, 5)]

@@ -153,13 +153,17 @@ def test_kip825_dsl_count_with_default_retention_as_kafkas_time_windowed_kstream
 
 
 def test_kip825_a_stream_time_jump_past_the_retention_hides_unemitted_windows():
-    """[inferred from Kafka's source] The emit read of the time-ordered window store starts at
-    ``observedStart - retention`` (``getActualFrom``), observedStart being the largest window
-    start put. With default retention (size + grace) a jump of more than about one window makes
-    windows that closed during the jump invisible before they are emitted: here [0,10) is never
-    forwarded. A longer ``Materialized.withRetention`` keeps them."""
-    out = pipe(emitFinalTopology(TimeWindows.ofSizeWithNoGrace(10)), [("A", "1", 5), ("A", "2", 35)])
+    """The emit read of the time-ordered window store starts at ``observedStart - retention``
+    (``getActualFrom``), observedStart being the largest window start put. With default retention
+    (size + grace) and no cache, a jump of more than about one window makes windows that closed
+    during the jump invisible before they are emitted: here [0,10) is never forwarded. Cached
+    (Kafka's default), the scan reads through the cache (``CachingWindowStore.fetchAll``), which
+    has no retention: [0,10) leaves (Kafka 4.3.1, conformance ``wcount.emitFinal.expiredInCache``,
+    FINDINGS F17). A longer ``Materialized.withRetention`` keeps them either way."""
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeWithNoGrace(10), caching=False), [("A", "1", 5), ("A", "2", 35)])
     assert out == [[], []]
+    out = pipe(emitFinalTopology(TimeWindows.ofSizeWithNoGrace(10)), [("A", "1", 5), ("A", "2", 35)])
+    assert out == [[], [(W("A", 0, 10), "0+1", 5)]]
 
     from kspark import Consumed, EmitStrategy
 
@@ -180,3 +184,25 @@ def test_window_store_without_cache_hides_windows_past_retention():
             d.createInputTopic("in").pipeInput("k", "v", ts)
         assert list(d.getWindowStore("counts").fetch("k", 0, 30)) == [KeyValue(10, 2), KeyValue(20, 1)]
         assert d.getWindowStore("counts").fetch("k", 0) is None
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_t18_windowed_reduce_after_a_null_value_starts_again_from_the_next_value(cached):
+    """FINDINGS F15: Kafka's windowed reduce aggregates with ``agg == null ? value : reducer(agg,
+    value)``; a null first value makes a null aggregate, which deletes the window
+    (ValueAndTimestamp.make(null) is null) and is forwarded uncached as a tombstone (cached: a
+    window the store never held forwards nothing). Later nulls go to the reducer. Kafka 4.3.1's
+    records for a=null@100, x@200, y@300, null@400, z@500 (window [0, 1000))."""
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(1000)).reduce(lambda a, v: f"{a}+{v}")
+     .toStream().map(lambda w, v: KeyValue.pair(f"{w.key()}@{w.window().start()}", v)).to("out"))
+    config = {"default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
+    if not cached:
+        config["statestore.cache.max.bytes"] = 0
+    with TopologyTestDriver(b.build(), config) as d:
+        i = d.createInputTopic("in")
+        for value, ts in [(None, 100), ("x", 200), ("y", 300), (None, 400), ("z", 500)]:
+            i.pipeInput("a", value, ts)
+        out = [(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()]
+    first = [] if cached else [("a@0", None, 100)]
+    assert out == first + [("a@0", "x", 200), ("a@0", "x+y", 300), ("a@0", "x+y+None", 400), ("a@0", "x+y+None+z", 500)]

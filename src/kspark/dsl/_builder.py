@@ -35,6 +35,7 @@ class StreamsBuilder:
         ``kspark.repartition.before.stateful.process`` from it (``build(props)`` may override)."""
         self._topology = Topology()
         self._index = 0
+        self._tableSources: set[str] = set()  # KTABLE-SOURCE processors of builder.table()
         self._built = False
         self._config = self._asConfig(topologyConfig)
         self._statefulAfterKeyChange: list[tuple[str, tuple[str, ...], str | None]] = []
@@ -90,7 +91,7 @@ class StreamsBuilder:
         name = self._nameOrGenerate(consumed.name, "KSTREAM-SOURCE-")
         self._topology.addSource(
             name, *topicList, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         sourceTopics = set(self._topology._nodes[name].topics)
         return KStream(self, name, sourceTopics, False, consumed.keySerde, consumed.valueSerde)
@@ -122,14 +123,15 @@ class StreamsBuilder:
         else:  # Kafka: the store always takes consumed's serdes
             materialized = (materialized or Materialized()).with_(consumed.keySerde, consumed.valueSerde)
         storeName = materialized.storeName or self._newStoreName(f"{topic}-")
-        # Kafka InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-table-source"
-        # and the KTableSource processor "x"; both still burn a counter value
+        # Kafka 4.3 InternalStreamsBuilder.table: Consumed.as_("x") names the source "x-source"
+        # (TABLE_SOURCE_SUFFIX) and the KTableSource processor "x"; both still burn a counter value
         sourceName = self._nameOrGenerate(
-            None if consumed.name is None else f"{consumed.name}-table-source", "KSTREAM-SOURCE-")
+            None if consumed.name is None else f"{consumed.name}-source", "KSTREAM-SOURCE-")
         tableName = self._nameOrGenerate(consumed.name, "KTABLE-SOURCE-")
+        self._tableSources.add(tableName)  # one DSL graph node with its source (KTable._graphChain)
         self._topology.addSource(
             sourceName, topic, keySerde=consumed.keySerde, valueSerde=consumed.valueSerde,
-            timestampExtractor=consumed.timestampExtractor,
+            timestampExtractor=consumed.timestampExtractor, offsetReset=consumed.offsetResetPolicy,
         )
         return KTable._materialize(self, sourceName, tableName, storeName, materialized, {topic},
                                    keySerde=consumed.keySerde, valueSerde=consumed.valueSerde)

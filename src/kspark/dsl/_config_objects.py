@@ -10,6 +10,7 @@ import copy
 import functools
 from typing import Any
 
+from .._auto_offset_reset import AutoOffsetReset
 from ..processor import TimestampExtractor
 from ..serialization import Serde
 from ._overloads import Kind, bind, check, instanceOf
@@ -61,20 +62,30 @@ STRING = instanceOf("str", str)
 SERDE = Kind("Serde", _isSerde)
 EXTRACTOR = Kind("TimestampExtractor (an object with extract(record, partitionTime))",
                  lambda v: hasattr(v, "extract") and not isinstance(v, type))
-PARTITIONER = Kind("StreamPartitioner (partition(topic, key, value, numPartitions) or a function of those)",
-                   lambda v: callable(v) or callable(getattr(v, "partition", None)))
+RESET_POLICY = instanceOf("AutoOffsetReset", AutoOffsetReset)
+PARTITIONER = Kind("StreamPartitioner (partitions(topic, key, value, numPartitions) or a function of those)",
+                   lambda v: callable(v) or callable(getattr(v, "partitions", None))
+                   or callable(getattr(v, "partition", None)))
 
 
 def _partitioner(p):
-    """A ``StreamPartitioner`` object or function as the function the runtime calls."""
-    return p if p is None or (callable(p) and not callable(getattr(p, "partition", None))) else p.partition
+    """A ``StreamPartitioner`` object (Kafka 4's ``partitions``, or Kafka 3's ``partition``) or
+    function as the function the runtime calls (it returns None, a set of partitions or one)."""
+    if p is None:
+        return None
+    for method in ("partitions", "partition"):
+        if callable(getattr(p, method, None)):
+            return getattr(p, method)
+    return p
 
 
 class Consumed(_Params):
-    """How a source topic is read: serdes, timestamp extractor, node name (Kafka ``Consumed``).
+    """How a source topic is read: serdes, timestamp extractor, offset reset policy, node name
+    (Kafka ``Consumed``).
 
     ``Consumed.with_`` takes Kafka's forms by type: ``with_(keySerde, valueSerde)``,
-    ``with_(keySerde, valueSerde, timestampExtractor)``, ``with_(timestampExtractor)``.
+    ``with_(keySerde, valueSerde, timestampExtractor, resetPolicy)``, ``with_(timestampExtractor)``,
+    ``with_(resetPolicy)`` (an ``AutoOffsetReset``).
 
     Raises
     ------
@@ -86,14 +97,23 @@ class Consumed(_Params):
         self.keySerde: Serde | None = None
         self.valueSerde: Serde | None = None
         self.timestampExtractor: TimestampExtractor | None = None
+        self.offsetResetPolicy: AutoOffsetReset | None = None
         self.name: str | None = None
 
     @_factory
     def with_(self, keySerde: Serde | None = None, valueSerde: Serde | None = None,
-              timestampExtractor: TimestampExtractor | None = None) -> "Consumed":
-        self.keySerde, self.valueSerde, self.timestampExtractor = bind(
-            "Consumed.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, timestampExtractor), "
-            "with_(timestampExtractor)", (SERDE, SERDE, EXTRACTOR), (keySerde, valueSerde, timestampExtractor))
+              timestampExtractor: TimestampExtractor | None = None,
+              resetPolicy: AutoOffsetReset | None = None) -> "Consumed":
+        self.keySerde, self.valueSerde, self.timestampExtractor, self.offsetResetPolicy = bind(
+            "Consumed.with_", "with_(keySerde, valueSerde), with_(keySerde, valueSerde, timestampExtractor, "
+            "resetPolicy), with_(timestampExtractor), with_(resetPolicy)", (SERDE, SERDE, EXTRACTOR, RESET_POLICY),
+            (keySerde, valueSerde, timestampExtractor, resetPolicy))
+
+    @_factory
+    def withOffsetResetPolicy(self, resetPolicy: AutoOffsetReset) -> "Consumed":
+        """Kafka ``Consumed.withOffsetResetPolicy``: the source's topics use ``resetPolicy``
+        instead of the config's ``auto.offset.reset`` (see ``AutoOffsetReset``)."""
+        self.offsetResetPolicy = check("Consumed.withOffsetResetPolicy", "resetPolicy", RESET_POLICY, resetPolicy)
 
     @_factory
     def withKeySerde(self, keySerde: Serde) -> "Consumed":
@@ -118,9 +138,12 @@ class Consumed(_Params):
 class Produced(_Params):
     """How a sink writes: serdes, partitioner, node name (Kafka ``Produced``).
 
-    ``with_(keySerde, valueSerde)`` or ``with_(keySerde, valueSerde, partitioner)``; a
-    partitioner is ``partition(topic, key, value, numPartitions) -> int | None`` (a function or an
-    object with that method); ``None`` falls back to the default murmur2 partitioning (rule DP-1).
+    ``with_(keySerde, valueSerde)`` or ``with_(keySerde, valueSerde, partitioner)``, and Kafka's
+    static factories ``keySerde``, ``valueSerde``, ``streamPartitioner``, ``as_``. A partitioner
+    is Kafka 4's ``StreamPartitioner``: ``partitions(topic, key, value, numPartitions)`` (a
+    function, or an object with that method) returning None (the default murmur2 partitioning,
+    rule DP-1), a set of partitions (the record goes to each; an empty set drops it, counted in
+    ``dropped-records``), or, as Kafka 3's ``partition()``, one int.
     """
 
     def __init__(self) -> None:
@@ -148,6 +171,11 @@ class Produced(_Params):
     def withStreamPartitioner(self, partitioner) -> "Produced":
         self.partitioner = _partitioner(check("Produced.withStreamPartitioner", "partitioner", PARTITIONER, partitioner))
 
+    # Kafka's static factories (on an object, these names are its fields)
+    keySerde = withKeySerde
+    valueSerde = withValueSerde
+    streamPartitioner = withStreamPartitioner
+
     @_factory
     def as_(self, processorName: str) -> "Produced":
         self.name = check("Produced.as_", "processorName", STRING, processorName)
@@ -159,7 +187,13 @@ class Repartitioned(_Params):
     """Parameters of ``KStream.repartition`` (Kafka ``Repartitioned``, rule RP-3).
 
     ``withNumberOfPartitions(n)`` fixes ("enforces") the repartition topic's partition count;
-    without it the count is derived (rules RP-4, RP-5).
+    without it the count is derived (rules RP-4, RP-5). Kafka's static factories ``as_``,
+    ``with_``, ``numberOfPartitions(n)`` and ``streamPartitioner(p)`` start from the defaults.
+
+    Raises
+    ------
+    ValueError
+        For a partition count that is not a positive int.
     """
 
     def __init__(self) -> None:
@@ -199,10 +233,15 @@ class Repartitioned(_Params):
         self.partitioner = _partitioner(check("Repartitioned.withStreamPartitioner", "partitioner", PARTITIONER,
                                               partitioner))
 
+    # Kafka's static factories (on an object, ``numberOfPartitions`` is its field)
+    numberOfPartitions = withNumberOfPartitions
+    streamPartitioner = withStreamPartitioner
+
 
 class Grouped(_Params):
     """Serdes and name of a grouping's repartition topic (Kafka ``Grouped``):
-    ``with_(keySerde, valueSerde)`` or ``with_(name, keySerde, valueSerde)``."""
+    ``with_(keySerde, valueSerde)`` or ``with_(name, keySerde, valueSerde)``, and Kafka's static
+    factories ``as_(name)``, ``keySerde(serde)``, ``valueSerde(serde)``."""
 
     def __init__(self) -> None:
         self.name: str | None = None
@@ -234,12 +273,17 @@ class Grouped(_Params):
     def withValueSerde(self, valueSerde: Serde) -> "Grouped":
         self.valueSerde = check("Grouped.withValueSerde", "valueSerde", SERDE, valueSerde)
 
+    # Kafka's static factories (on an object, these names are its fields)
+    keySerde = withKeySerde
+    valueSerde = withValueSerde
+
 
 class Joined(_Params):
     """Serdes, name and grace period of a KStream-KTable join (Kafka ``Joined``):
     ``with_(keySerde, valueSerde, otherValueSerde[, name])``.
 
-    ``keySerde`` / ``valueSerde`` serialize the stream side when it goes through a repartition
+    Kafka's static factories ``keySerde``, ``valueSerde``, ``otherValueSerde``, ``as_`` start from
+    the defaults. ``keySerde`` / ``valueSerde`` serialize the stream side when it goes through a repartition
     topic first (rule J-6); ``otherValueSerde`` is the table's value serde (kept for API parity:
     kspark reads the table from its store, so it is not used). ``name`` names the join processor
     and the repartition topic ``<name>-repartition``.
@@ -276,6 +320,11 @@ class Joined(_Params):
     @_factory
     def withOtherValueSerde(self, otherValueSerde: Serde) -> "Joined":
         self.otherValueSerde = check("Joined.withOtherValueSerde", "otherValueSerde", SERDE, otherValueSerde)
+
+    # Kafka's static factories (on an object, these names are its fields)
+    keySerde = withKeySerde
+    valueSerde = withValueSerde
+    otherValueSerde = withOtherValueSerde
 
     @_factory
     def withGracePeriod(self, gracePeriod) -> "Joined":

@@ -94,7 +94,7 @@ def globalTableJoin(stream: "KStream", table: GlobalKTable, keySelector: Callabl
     if n not in (2, 3):
         raise TypeError("joiner must take (value, tableValue) or (key, value, tableValue)")
     builder = stream._builder
-    name = _named("KStream.join", named) or builder._newProcessorName("KSTREAM-LEFTJOIN-")
+    name = builder._nameOrGenerate(_named("KStream.join", named), "KSTREAM-LEFTJOIN-")  # a name still burns one
     storeName, withKey = table._storeName, n == 3
     builder._topology.addProcessor(
         name, lambda: KStreamGlobalKTableJoin(storeName, keySelector, joiner, withKey, leftJoin), stream._name,

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import TopologyException
+from ..state._suppression_buffer import SuppressionBufferStoreBuilder
 from ._config_objects import GROUPED, MATERIALIZED, NAMED, Grouped, Materialized, keyValueStoreBuilder, nameOf
 from ._overloads import FUNCTION, bind, check
 from ._internals.aggregation import KTableRepartitionMapSupplier
@@ -19,6 +20,35 @@ if TYPE_CHECKING:
     from ._kstream import KStream
 
 __all__ = ["KTable"]
+
+
+def _graphChain(builder, name: str) -> str:
+    """The chain of Kafka's DSL graph nodes from the root to processor ``name``, as
+    ``GraphGraceSearchUtil`` names it in its error (``root->KTABLE-SOURCE-0000000002->...``),
+    following first parents: a ``builder.table`` source and its stream source are one node (the
+    table's), a repartition topic is the node of its source, a table-table join's two halves are
+    inside the merge node."""
+    from ..topology._topology import SinkNodeSpec, SourceNodeSpec
+
+    topology, chain = builder._topology, []
+    while True:
+        spec = topology._nodes[name]
+        if isinstance(spec, SourceNodeSpec):
+            chain.append(name)
+            topic = spec.topics[0]
+            if topic not in topology._internalTopics:
+                break
+            sink = next(n for n in topology._nodes.values() if isinstance(n, SinkNodeSpec) and n.topic == topic)
+            name = sink.parents[0]
+            if name in topology._nullKeyPolicies:  # the repartition's null-key filter
+                name = topology._nodes[name].parents[0]
+            continue
+        if not isinstance(spec.supplier, KTableKTableJoinSupplier):
+            chain.append(name)
+            if name in builder._tableSources:
+                break
+        name = spec.parents[0]
+    return "->".join(["root"] + chain[::-1])
 
 
 class KTable:
@@ -56,7 +86,7 @@ class KTable:
         def storeBuilder():
             return keyValueStoreBuilder("KTable", materialized, storeName)
 
-        supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder)
+        supplier = KTableSourceSupplier(topology, tableName, storeName, None, storeBuilder, materialized.caching)
         topology.addProcessor(tableName, supplier, parentName)
         if materialized.storeName is not None:
             supplier.materialize()
@@ -92,14 +122,22 @@ class KTable:
 
         untilWindowCloses = suppressed.timeLimitMs is None
         if untilWindowCloses and self._windowCloseDuration is None:
-            raise TopologyException(f"Window close time is only defined for windowed computations. Got [{self._name}].")
-        name = suppressed.name or self._builder._newProcessorName("KTABLE-SUPPRESS-")
+            raise TopologyException("Window close time is only defined for windowed computations. Got "
+                                    f"[{_graphChain(self._builder, self._name)}].")
+        builder = self._builder
+        name = suppressed.name or builder._newProcessorName("KTABLE-SUPPRESS-")
+        # Kafka: "<name>-store", else a generated store name (which burns an index)
+        storeName = f"{suppressed.name}-store" if suppressed.name else builder._newStoreName("KTABLE-SUPPRESS-")
         duration = self._windowCloseDuration if untilWindowCloses else suppressed.timeLimitMs
-        config, storeName = suppressed.bufferConfig, self._storeName
+        config = suppressed.bufferConfig
+        # KTableSuppressProcessorSupplier: "the suppress buffer requires seeing the old values";
+        # forced, so a source table is materialized for it
+        self._enableSendingOldValues(True)
         supplier = KTableSuppressSupplier(
             self, lambda: KTableSuppress(duration, config, name, untilWindowCloses, untilWindowCloses, storeName))
-        self._builder._topology.addProcessor(name, supplier, self._name)
-        table = KTable(self._builder, name, self._storeName, self._sourceTopics, supplier, None, self._keySerde,
+        builder._topology.addProcessor(name, supplier, self._name)
+        builder._topology.addStateStore(SuppressionBufferStoreBuilder(storeName, self._keySerde, self._valueSerde), name)
+        table = KTable(builder, name, self._storeName, self._sourceTopics, supplier, None, self._keySerde,
                        self._valueSerde)
         table._windowCloseDuration = self._windowCloseDuration
         return table
@@ -150,6 +188,7 @@ class KTable:
             valueSerde = materialized.valueSerde or (valueSerde if valueSerdeKept else None)
         name = builder._nameOrGenerate(nameOf(named), prefix)
         supplier = makeSupplier(queryableName)
+        supplier.caching = materialized is not None and materialized.caching
         builder._topology.addProcessor(name, supplier, self._name)
         if queryableName is not None:
             builder._topology.addStateStore(keyValueStoreBuilder(f"KTable.{method}", materialized, queryableName), name)
@@ -266,6 +305,7 @@ class KTable:
         thisName = builder._nameOrGenerate(f"{base}-join-this" if base else None, "KTABLE-JOINTHIS-")
         otherName = builder._nameOrGenerate(f"{base}-join-other" if base else None, "KTABLE-JOINOTHER-")
         merger = KTableKTableJoinMergerSupplier(joinThis, joinOther, storeName)
+        merger.caching = materialized is not None and materialized.caching
         topology.addProcessor(thisName, joinThis, self._name)
         topology.addProcessor(otherName, joinOther, other._name)
         topology.addProcessor(mergeName, merger, thisName, otherName)

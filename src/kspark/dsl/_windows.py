@@ -23,14 +23,16 @@ class SessionWindows:
     Raises
     ------
     ValueError
-        ``"Gap time cannot be zero or negative."`` / ``"Grace period must not be negative."`` (SW-3).
+        ``"Gap time cannot be negative."`` / ``"Grace period cannot be negative."`` (Kafka 4.3's
+        ``IllegalArgumentException``; a zero gap is valid: a session holds records of one
+        timestamp. Rule SW-3 quotes 4.0, which refused a zero gap).
     """
 
     def __init__(self, gapMs: int, graceMs: int) -> None:
-        if gapMs <= 0:
-            raise ValueError("Gap time cannot be zero or negative.")
+        if gapMs < 0:
+            raise ValueError("Gap time cannot be negative.")
         if graceMs < 0:
-            raise ValueError("Grace period must not be negative.")
+            raise ValueError("Grace period cannot be negative.")
         self._gapMs, self._graceMs = gapMs, graceMs
 
     @staticmethod
@@ -111,7 +113,7 @@ class TimeWindows(Windows):
         if advanceMs <= 0 or advanceMs > sizeMs:
             raise ValueError(
                 "Window advancement interval should be more than zero and less than window duration which is "
-                f"{sizeMs}ms, but given advancement interval is: {advanceMs}ms"
+                f"{sizeMs} ms, but given advancement interval is: {advanceMs} ms"
             )
         if graceMs < 0:
             raise ValueError("Grace period must not be negative.")
@@ -334,6 +336,8 @@ class JoinWindows(Windows):
 
 class _TimeWindowedSerde(Serde):
     name = "TimeWindowed"
+    javaSerializer = "org.apache.kafka.streams.kstream.TimeWindowedSerializer"
+    javaType = "org.apache.kafka.streams.kstream.Windowed"
 
     def __init__(self, inner: Serde, windowSize: int) -> None:
         self.inner, self.windowSize = inner, windowSize
@@ -345,7 +349,7 @@ class _TimeWindowedSerde(Serde):
         if data is None:
             return None
         if not isinstance(data, Windowed):
-            raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
+            raise self._incompatible(topic, data, "a Windowed key")
         return self.inner.serialize(topic, data.key()) + data.window().start().to_bytes(8, "big", signed=True)
 
     def deserialize(self, topic, data):
@@ -361,6 +365,8 @@ class _TimeWindowedSerde(Serde):
 
 class _SessionWindowedSerde(Serde):
     name = "SessionWindowed"
+    javaSerializer = "org.apache.kafka.streams.kstream.SessionWindowedSerializer"
+    javaType = "org.apache.kafka.streams.kstream.Windowed"
 
     def __init__(self, inner: Serde) -> None:
         self.inner = inner
@@ -372,7 +378,7 @@ class _SessionWindowedSerde(Serde):
         if data is None:
             return None
         if not isinstance(data, Windowed):
-            raise SerializationException(f"{self!r} needs a Windowed key for topic {topic}, got {type(data).__name__}")
+            raise self._incompatible(topic, data, "a Windowed key")
         w = data.window()
         return self.inner.serialize(topic, data.key()) + _END_START.pack(w.end(), w.start())
 
@@ -387,14 +393,49 @@ class _SessionWindowedSerde(Serde):
         return data[:-16]
 
 
+def _innerSerde(method: str, typeOrSerde) -> Serde:
+    """Kafka's ``Class<T> type`` argument (``Serdes.serdeFrom(type)``), or a Serde (the form of
+    Kafka's ``TimeWindowedSerde(Serde inner, ...)`` constructors)."""
+    from ..serialization import Serdes
+
+    if isinstance(typeOrSerde, type):
+        return Serdes.serdeFrom(typeOrSerde)
+    if hasattr(typeOrSerde, "serialize") and hasattr(typeOrSerde, "deserialize"):
+        return typeOrSerde
+    raise TypeError(f"WindowedSerdes.{method}(): the key type must be a class (str, int, ...) or a Serde, got "
+                    f"{type(typeOrSerde).__name__}")
+
+
 class WindowedSerdes:
-    """Serdes for ``Windowed`` keys (Kafka ``WindowedSerdes``): inner key bytes + 8-byte window start."""
+    """Serdes for ``Windowed`` keys (Kafka ``WindowedSerdes``): the inner key's bytes, then the
+    8-byte window start (time windows) or the 8-byte end and start (session windows).
+
+    The inner key serde is given as Kafka gives it, by class (``timeWindowedSerdeFrom(str, 1000)``
+    is Kafka's ``timeWindowedSerdeFrom(String.class, 1000)``: ``Serdes.serdeFrom(str)``), or as a
+    Serde.
+    """
+
+    TimeWindowedSerde = _TimeWindowedSerde
+    SessionWindowedSerde = _SessionWindowedSerde
 
     @staticmethod
-    def timeWindowedSerdeFrom(inner: Serde, windowSize: Duration) -> Serde:
-        return _TimeWindowedSerde(inner, toMillis(windowSize, "windowSize"))
+    def timeWindowedSerdeFrom(type_, windowSize: Duration) -> Serde:
+        """``Windowed`` keys of time windows of ``windowSize`` (ms or timedelta; a read key's
+        window end is its start + ``windowSize``) whose inner keys are of class ``type_`` (or
+        use the Serde ``type_``).
+
+        Raises
+        ------
+        ValueError
+            For a class without a built-in serde (Kafka's ``IllegalArgumentException``).
+        TypeError
+            For something that is neither a class nor a Serde.
+        """
+        return _TimeWindowedSerde(_innerSerde("timeWindowedSerdeFrom", type_), toMillis(windowSize, "windowSize"))
 
     @staticmethod
-    def sessionWindowedSerdeFrom(inner: Serde) -> Serde:
-        """Inner key bytes + 8-byte end + 8-byte start (Kafka's ``SessionKeySchema`` layout)."""
-        return _SessionWindowedSerde(inner)
+    def sessionWindowedSerdeFrom(type_) -> Serde:
+        """``Windowed`` keys of session windows whose inner keys are of class ``type_`` (or use
+        the Serde ``type_``): inner key bytes + 8-byte end + 8-byte start (Kafka's
+        ``SessionKeySchema`` layout). Raises as ``timeWindowedSerdeFrom``."""
+        return _SessionWindowedSerde(_innerSerde("sessionWindowedSerdeFrom", type_))

@@ -6,7 +6,8 @@ from typing import Any, Callable
 from ._punctuation import Cancellable
 from ._record import Record, RecordMetadata
 
-__all__ = ["ContextualProcessor", "Processor", "ProcessorContext", "ProcessorSupplier"]
+__all__ = ["ContextualFixedKeyProcessor", "ContextualProcessor", "FixedKeyProcessor", "FixedKeyProcessorContext",
+           "FixedKeyProcessorSupplier", "Processor", "ProcessorContext", "ProcessorSupplier"]
 
 ProcessorSupplier = Callable[[], "Processor"]
 """A callable taking no argument and returning a new ``Processor`` (Kafka ``ProcessorSupplier``).
@@ -89,3 +90,43 @@ class ContextualProcessor(Processor):
 
     def context(self) -> ProcessorContext:
         return self._context  # type: ignore[return-value]
+
+
+class FixedKeyProcessorContext(ProcessorContext):
+    """The context of a ``processValues`` processor (Kafka ``api.FixedKeyProcessorContext``):
+    ``forward(fixedKeyRecord[, childName])`` sends a ``FixedKeyRecord`` (the input's key; a plain
+    ``Record`` with another key raises ``StreamsException``)."""
+
+
+class FixedKeyProcessor(ABC):
+    """A processor that may change values but not keys, for ``KStream.processValues`` (Kafka
+    ``api.FixedKeyProcessor``): ``init(FixedKeyProcessorContext)``, ``process(FixedKeyRecord)``,
+    ``close()``."""
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        pass
+
+    @abstractmethod
+    def process(self, record) -> None:
+        ...
+
+    def close(self) -> None:
+        pass
+
+
+class ContextualFixedKeyProcessor(FixedKeyProcessor):
+    """A ``FixedKeyProcessor`` that keeps its context; read it with ``self.context()`` (Kafka
+    ``ContextualFixedKeyProcessor``)."""
+
+    _context: FixedKeyProcessorContext | None = None
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        self._context = context
+
+    def context(self) -> FixedKeyProcessorContext:
+        return self._context  # type: ignore[return-value]
+
+
+FixedKeyProcessorSupplier = Callable[[], FixedKeyProcessor]
+"""A callable (or an object with ``get()``) returning a new ``FixedKeyProcessor`` (Kafka
+``FixedKeyProcessorSupplier``)."""

@@ -105,12 +105,13 @@ class RecordQueue:
 
         self._builtInExtractor = type(extractor) in (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp,
                                                      UsePartitionTimeOnInvalidTimestamp)
-        from ..serialization import (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde,
-                                     _LongSerde, _StringSerde, _UUIDSerde, _VoidSerde)
+        from ..serialization import (_BooleanSerde, _ByteArraySerde, _ByteBufferSerde, _BytesSerde, _DoubleSerde,
+                                     _FloatSerde, _IntegerSerde, _JsonSerde, _LongSerde, _ShortSerde, _StringSerde,
+                                     _UUIDSerde, _VoidSerde)
 
         # built-in deserializers: pure functions of the bytes (None for None), so pollAlone may try them first
-        pure = (_ByteArraySerde, _DoubleSerde, _FloatSerde, _IntegerSerde, _JsonSerde, _LongSerde, _StringSerde,
-                _UUIDSerde, _VoidSerde)
+        pure = (_BooleanSerde, _ByteArraySerde, _ByteBufferSerde, _BytesSerde, _DoubleSerde, _FloatSerde,
+                _IntegerSerde, _JsonSerde, _LongSerde, _ShortSerde, _StringSerde, _UUIDSerde, _VoidSerde)
         self._pollsAlone = self._builtInExtractor and type(keySerde) in pure and type(valueSerde) in pure
         self._metrics = metrics
         self._taskId = taskId
@@ -215,7 +216,7 @@ class RecordQueue:
                 raise StreamsException(
                     "Deserialization exception handler is set to fail upon a deserialization error. If you "
                     "would rather have the streaming pipeline continue after a deserialization error, please set "
-                    f"the default.deserialization.exception.handler appropriately. topic={self.topic}, "
+                    f"the deserialization.exception.handler appropriately. topic={self.topic}, "
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
             if raw.extracted is not None:

@@ -12,9 +12,10 @@ from itertools import count, repeat
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
-from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, StreamsException
+from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, ProcessorStateException, StreamsException
 from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
+from ..serialization import IncompatibleTypeException, javaSerializerName, javaTypeName
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
 from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
@@ -137,7 +138,7 @@ class _Context(ProcessorContext):
                 "processor. If you add stores manually via '.addStateStore()' make sure to connect the added store "
                 "to the processor by providing the processor name to '.addStateStore()' or connect them via "
                 "'.connectProcessorAndStateStores()'. DSL users need to provide the store name to '.process()', "
-                "'.transform()', or '.transformValues()' to connect the store to the corresponding operator, or they "
+                "'.processValues()', or '.transformValues()' to connect the store to the corresponding operator, or they "
                 "can provide a StoreBuilder by implementing the stores() method on the Supplier itself. If you do not "
                 "add stores manually, please file a bug report at https://issues.apache.org/jira/projects/KAFKA."
             )
@@ -210,13 +211,18 @@ class SinkWriter:
 
     ``write(key, value, timestamp, headers)``; raises ``StreamsException`` on a serialization
     error or a partitioner result out of range.
+
+    A ``StreamPartitioner`` (rule DP-1, Kafka 4's ``partitions(topic, key, value, numPartitions)``)
+    returns None (the default partitioning), a set of partitions (the record is written to each,
+    in ascending order: KIP-837's multicast; an empty set drops the record and counts it,
+    ``onDropped()``), or one int (Kafka 3's ``partition()``).
     """
 
     __slots__ = ("name", "topic", "keySerde", "valueSerde", "partitioner", "baseKey", "_numPartitions",
-                 "_n", "_produced", "_roundRobin", "extractor", "_context")
+                 "_n", "_produced", "_roundRobin", "extractor", "_context", "_onDropped")
 
     def __init__(self, name: str, topic: str | None, keySerde, valueSerde, partitioner, numPartitions, produced: list,
-                 extractor=None, context=None) -> None:
+                 extractor=None, context=None, onDropped=None) -> None:
         self.name, self.topic, self.keySerde, self.valueSerde = name, topic, keySerde, valueSerde
         self.partitioner = partitioner
         # a TopicNameExtractor sink (topic None): extractor(key, value, RecordContext) per record
@@ -224,6 +230,7 @@ class SinkWriter:
         # a windowed key serde hashes only the base key (Kafka WindowedStreamPartitioner, DP-1)
         self.baseKey = getattr(keySerde, "baseKeyBytes", None)
         self._numPartitions, self._n, self._produced, self._roundRobin = numPartitions, None, produced, count()
+        self._onDropped = onDropped
 
     def numPartitions(self) -> int:
         if self._n is None:  # looked up lazily: an internal topic's count is known at run time
@@ -249,23 +256,83 @@ class SinkWriter:
     def write(self, key, value, timestamp: int, headers: tuple) -> None:
         topic = self.topic
         n = self._n if self._n is not None else self.numPartitions()
-        try:
-            keyBytes = self.keySerde.serialize(topic, key)
-            valueBytes = self.valueSerde.serialize(topic, value)
-        except Exception as e:
-            raise StreamsException(f"Error serializing record to topic {topic} in sink node {self.name}: {e}") from e
         partitioner = self.partitioner
-        partition = partitioner(topic, key, value, n) if partitioner else None
-        if partition is None:
+        # Kafka's RecordCollectorImpl asks the partitioner before it serializes
+        partitions = partitioner(topic, key, value, n) if partitioner else None
+        keyBytes = self._serialize(self.keySerde, "key", topic, key, partitions, timestamp)
+        valueBytes = self._serialize(self.valueSerde, "value", topic, value, partitions, timestamp)
+        if partitions is None:
             # DP-1: the producer hashes a non-null key; a null key is spread without hashing
             # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
             hashed = keyBytes if self.baseKey is None or keyBytes is None else self.baseKey(keyBytes)
             partition = partitionForKey(hashed, n) if hashed is not None else next(self._roundRobin) % n
-        elif not 0 <= partition < n:
-            raise StreamsException(
-                f"Partitioner of sink {self.name} returned partition {partition} for topic {topic} with {n} partitions"
-            )
-        self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+            self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+            return
+        if isinstance(partitions, int) and not isinstance(partitions, bool):
+            partitions = (partitions,)
+        else:
+            try:
+                partitions = sorted(partitions)
+            except TypeError:
+                raise StreamsException(f"Partitioner of sink {self.name} returned {partitions!r} for topic {topic}: "
+                                       "expected None, a set of partitions or a partition") from None
+            if not partitions:
+                log.warning("Skipping record as partitioner returned empty partitions. topic=[%s]", topic)
+                if self._onDropped is not None:
+                    self._onDropped()
+                return
+        for partition in partitions:
+            if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < n:
+                raise StreamsException(f"Partitioner of sink {self.name} returned partition {partition!r} for topic "
+                                       f"{topic} with {n} partitions")
+            self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
+
+
+    @staticmethod
+    def _serialize(serde, what: str, topic: str, data, partitions, timestamp: int) -> bytes | None:
+        try:
+            return serde.serialize(topic, data)
+        except Exception as e:
+            raise serializationError(serde, what, topic, data, partitions, timestamp, e)
+
+
+def classCastInvoking(nodeName: str, record: Record, cause) -> StreamsException:
+    """What Kafka's ``ProcessorNode.process`` raises for a ``ClassCastException`` in a processor
+    (kspark: a value of a type a serde cannot take, e.g. a store's or a suppress buffer's): not
+    given to that node's processing handler, so the nodes above meet it (a processing error of
+    theirs), or, from a cache flush, the commit."""
+    key, value = record.key(), record.value()
+    return StreamsException(
+        f"ClassCastException invoking processor: {nodeName}. Do the Processor's input types match the deserialized "
+        "types? Check the Serde setup and change the default Serdes in StreamConfig or provide correct Serdes via "
+        "method parameters. Make sure the Processor can accept the deserialized input of type key: "
+        f"{'unknown because key is null' if key is None else javaTypeName(key)}, and value: "
+        f"{'unknown because value is null' if value is None else javaTypeName(value)}.\nNote that although incorrect "
+        "Serdes are a common cause of error, the cast exception might have another cause (in user code, for example). "
+        "For example, if a processor wires in a store, but casts the generics incorrectly, a class cast exception "
+        "could be raised during processing, but the cause would not be wrong Serdes.")
+
+
+def serializationError(serde, what: str, topic: str, data, partitions, timestamp: int, cause: Exception) -> StreamsException:
+    """What a sink raises when ``serde`` fails to serialize its ``what`` ("key" or "value")
+    ``data``, as Kafka's ``RecordCollectorImpl.send``: a value of a type the serializer cannot take
+    (Java's ``ClassCastException``) and any other serializer error (``production.exception.handler``:
+    kspark's is Kafka's default, FAIL). ``cause`` is the serde's exception."""
+    if isinstance(cause, IncompatibleTypeException):
+        actual = "unknown because %s is null" % what if data is None else javaTypeName(data)
+        error = StreamsException(
+            f"ClassCastException while producing data to topic {topic}. The {what} serializer "
+            f"{javaSerializerName(serde)} is not compatible to the actual {what} type: {actual}. Change the "
+            f"default {what} serde in StreamConfig or provide the correct {what} serde via method parameters "
+            "(for example if using the DSL, `#to(String topic, Produced<K, V> produced)` with "
+            f"`Produced.{what}Serde(WindowedSerdes.timeWindowedSerdeFrom(String.class))`).")
+        error.__cause__ = cause.classCast()  # Java's text, then the serde's
+    else:
+        partition = partitions if isinstance(partitions, int) else None
+        error = StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{topic}], "
+                                 f"partition=[{'null' if partition is None else partition}], timestamp=[{timestamp}]")
+        error.__cause__ = cause
+    return error
 
 
 class RecordContext:
@@ -279,13 +346,13 @@ class RecordContext:
         self._meta, self._timestamp, self._headers = meta, timestamp, headers
 
     def topic(self) -> str | None:
-        return None if self._meta is None else self._meta.topic
+        return None if self._meta is None else self._meta[0]
 
     def partition(self) -> int:
-        return -1 if self._meta is None else self._meta.partition
+        return -1 if self._meta is None else self._meta[1]
 
     def offset(self) -> int:
-        return -1 if self._meta is None else self._meta.offset
+        return -1 if self._meta is None else self._meta[2]
 
     def timestamp(self) -> int:
         return self._timestamp
@@ -325,6 +392,7 @@ class StreamTask:
     ) -> None:
         self.taskId = taskId
         self.applicationId = config.get(StreamsConfig.APPLICATION_ID_CONFIG) or ""
+        self.logPrefix = f"task [{taskId}] "  # Kafka's; TopologyTestDriver's is "topology-test-driver "
         self.metrics = Metrics()
         self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))
         self.produced: list[ProducedRecord] = []
@@ -428,9 +496,13 @@ class StreamTask:
             node.processed += 1
             try:
                 call(record)
-            except StreamsException:
-                raise
-            except Exception as e:  # KIP-1033: handled at the failing node; siblings go on
+            except Exception as e:
+                if getattr(e, "failedProcessing", False):  # a descendant's failure, handled there (FAIL)
+                    raise
+                if isinstance(e, IncompatibleTypeException):  # Java's ClassCastException: not this node's handler's
+                    raise classCastInvoking(node.name, record, e) from e.classCast()  # KIP-1033: handled at the failing node; siblings go on
+                # (Kafka's ProcessorNode: a StreamsException too, such as a sink's serialization
+                # error, which a sink has no handler of its own for)
                 self._onProcessingError(node, record, e)
 
         return process
@@ -439,8 +511,8 @@ class StreamTask:
     def _errorContext(self, node: _Node | None, record: Record | None, raw=None) -> ErrorHandlerContext:
         meta = self.context.metadata
         return ErrorHandlerContext(
-            meta.topic if meta else None, meta.partition if meta else -1, meta.offset if meta else -1,
-            record.timestamp() if record is not None else -1, record.headers() if record is not None else (),
+            meta[0] if meta else None, meta[1] if meta else -1, meta[2] if meta else -1,
+            record.timestamp() if record is not None else -1, record._headers if record is not None else (),
             node.name if node else None, self.taskId,
             raw.key if raw is not None else None, raw.value if raw is not None else None,
         )
@@ -452,10 +524,10 @@ class StreamTask:
             return
         where = (f"topic={context.topic}, partition={context.partition}, offset={context.offset}"
                  if context.topic is not None else "in a punctuator")
-        raise StreamsException(
-            f"Exception caught in process. taskId={self.taskId}, processor={node.name}, {where}, "
-            f"stacktrace={type(e).__name__}: {e}"
-        ) from e
+        failed = StreamsException(f"Exception caught in process. taskId={self.taskId}, processor={node.name}, {where}, "
+                                  f"stacktrace={type(e).__name__}: {e}")
+        failed.failedProcessing = True  # Kafka's FailedProcessingException: the nodes above re-raise it
+        raise failed from e
 
     def _onDeserializationError(self, queue: RecordQueue, raw: RawRecord, e: Exception) -> bool:
         context = ErrorHandlerContext(queue.topic, queue.partition, raw.offset, raw.timestamp, raw.headers,
@@ -495,12 +567,14 @@ class StreamTask:
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
         writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey),
                                         _serde(spec.valueSerde, defaultValue), spec.partitioner,
-                                        numPartitions, self.produced, spec.topicExtractor, self.context)
+                                        numPartitions, self.produced, spec.topicExtractor, self.context,
+                                        lambda: self.metrics.recordDropped(self.taskId, spec.name,
+                                                                           "partitioner returned no partition"))
         write = writer.write if spec.topicExtractor is None else writer.writeExtracted
 
         def process(record: Record) -> None:
             node.processed += 1
-            write(record.key(), record.value(), record.timestamp(), record.headers())
+            write(record.key(), record.value(), record.timestamp(), record._headers)
 
         return process
 
@@ -509,7 +583,10 @@ class StreamTask:
         """Call ``init(context)`` on every processor, in topology order."""
         for node, processor in self._processors:
             self.context.currentNode = node
-            processor.init(self.context)
+            try:
+                processor.init(self.context)
+            except Exception as e:  # Kafka's ProcessorNode.init
+                raise StreamsException(f"failed to initialize processor {node.name}") from e
         self.context.currentNode = None
         self._restoredSchedules = {}
         self._fastPath = self._buildFastPath()
@@ -578,9 +655,9 @@ class StreamTask:
         context.metadata = None  # P-7: no record metadata while punctuating
         try:
             sched.punctuator(now)
-        except StreamsException:
-            raise
         except Exception as e:  # P-8: through the processing exception handler
+            if getattr(e, "failedProcessing", False):
+                raise
             context_ = self._errorContext(sched.node, None)
             if self._handle(self._processingHandler, context_, None, e):
                 self.metrics.recordDropped(self.taskId, sched.node.name, f"punctuator error: {type(e).__name__}")
@@ -668,6 +745,16 @@ class StreamTask:
             context.currentNode = node
             try:
                 callback()
+            except Exception as e:
+                # Kafka's ProcessorStateManager.flushCache: a record failing downstream of a flush
+                # (its processing handler said FAIL) fails the flush of that store
+                # (a StreamsException of Streams' own as it is, a handled failure as its cause)
+                store = getattr(getattr(callback, "__self__", None), "store", None)
+                failed = getattr(e, "failedProcessing", False)
+                if store is None or (isinstance(e, StreamsException) and not failed):
+                    raise
+                raise ProcessorStateException(f"{self.logPrefix}Failed to flush cache of store {store.name()}") \
+                    from (e.__cause__ if failed else e)
             finally:
                 context.currentNode = None
 

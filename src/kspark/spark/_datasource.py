@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -362,8 +363,9 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         default = (options.get("autoOffsetReset") or "earliest").lower()
         self._policies = {t: str(p).lower() for t, p in json.loads(options.get("offsetResetPolicies") or "{}").items()}
         for policy in [default, *self._policies.values()]:
-            if policy not in _RESET_POLICIES:
-                raise ValueError(f"Offset reset policy must be one of {', '.join(_RESET_POLICIES)}, got {policy!r}")
+            if policy not in _RESET_POLICIES and not re.fullmatch(r"by_duration:\d+", policy):
+                raise ValueError(f"Offset reset policy must be one of {', '.join(_RESET_POLICIES)} or "
+                                 f"by_duration:<ms>, got {policy!r}")
         self._defaultPolicy = default
         self._groupId = options.get("groupId") or None
         self._availableNowTargets: dict[str, int] | None = None
@@ -386,6 +388,8 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if policy == "none":
             raise OffsetOutOfRangeException(
                 f"{why} for {topic}-{partition}, and the offset reset policy (auto.offset.reset) is none")
+        if policy.startswith("by_duration:"):  # Kafka: offsetsForTimes(now - duration), else the end
+            return self._topics.offsetsForTimes(topic, int(time.time() * 1000) - int(policy.split(":")[1]))[partition]
         return beginning if policy == "earliest" else end
 
     def initialOffset(self) -> dict:

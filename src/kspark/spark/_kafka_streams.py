@@ -11,11 +11,12 @@ import threading
 from collections import defaultdict
 from typing import Any, Mapping
 
-from ..config import StreamsConfig
+from ..config import StreamsConfig, resetPolicy
 from ..errors import ConfigException, MissingSourceTopicException, StreamsException
 from ..runtime.metrics import MetricName
 from ..topics import LocalTopics, openTopics
 from ..topology import Subtopology, Topology, resolvePartitionCounts
+from ..topology._topology import SourceNodeSpec
 from ._placement import balancedTaskKeys
 from ._statedir import StateDir, StateDirLock
 
@@ -359,6 +360,9 @@ class KafkaStreams:
                 "partitionCounts": {physical[t]: n for t, n in counts.items()},
                 "sources": [physical[t] for t in sub.sourceTopics] + globalTopics,
                 "globalSources": globalTopics,
+                # Consumed.withOffsetResetPolicy / addSource(AutoOffsetReset, ...): per source topic
+                "offsetResetPolicies": {physical.get(t, t): n.offsetReset.policy() for n in sub.nodes
+                                        if isinstance(n, SourceNodeSpec) and n.offsetReset is not None for t in n.topics},
                 "shufflePartitions": shuffle,
                 "logLevel": logging.getLogger("kspark").getEffectiveLevel(),  # executors follow the driver
             })
@@ -480,7 +484,8 @@ class KafkaStreams:
         # micro-batch, not one row per record (see _datasource)
         reader = (spark.readStream.format("kspark-topics").option("layout", "chunks").options(**backend)
                   .option("topics", ",".join(plan["sources"]))
-                  .option("autoOffsetReset", self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")))
+                  .option("autoOffsetReset", resetPolicy(self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")))
+                  .option("offsetResetPolicies", json.dumps(plan["offsetResetPolicies"])))
         if self._config.usesKafka():
             reader = reader.option("groupId", self._appId)
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)

@@ -46,9 +46,11 @@ NOISE = (
 """Prefixes of JVM stderr lines dropped unless verbose; a blank line right after a dropped line
 is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
-STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: Data source write support .* (is aborting|aborted)\."
-                            r"|WARN TaskSetManager: Lost task .*"
-                            r"|ERROR TorrentBroadcast: Store broadcast \S+ fail, remove all pieces of the broadcast)$")
+# a line logged inside a query's context has Spark's MDC prefix after the logger:
+# "WARN TaskSetManager: [queryId = f6b1f] [batchId = 1] Lost task ..."
+STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
+                            r"|WARN TaskSetManager: (\[[^]]*\] )*Lost task .*"
+                            r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast)$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
 killed ("Lost task ..."), a broadcast being stored for the batch's plan is given up, and the
 batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once

@@ -305,6 +305,7 @@ class TopologyTestDriver:
             lambda t: Topology.decorate(self._appId, t, t in topology.internalTopics()),
             lambda t: 1,
         )
+        self._task.logPrefix = "topology-test-driver "  # Kafka's TopologyTestDriver's log prefix
         self._globalTopics = set(topology.globalTopics())
         for queue in self._task.queueOf.values():
             queue.lag = 0  # everything piped is available at once: never wait for a partition

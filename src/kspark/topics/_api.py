@@ -82,6 +82,24 @@ class Topics(ABC):
         Raises ``UnknownTopicOrPartitionException`` if the partition does not exist and
         ``OffsetOutOfRangeException`` if ``start`` is before the log's first offset."""
 
+    def offsetsForTimes(self, name: str, timestampMs: int) -> dict[int, int]:
+        """Partition -> offset of the first record whose timestamp is at least ``timestampMs``, or
+        the end offset if there is none (Kafka ``Consumer.offsetsForTimes``, as
+        ``AutoOffsetReset.byDuration`` uses it). This scan of the timestamps is the local log's
+        way; a backend with a time index overrides it."""
+        import pyarrow.compute as pc
+
+        out = {}
+        beginnings, ends = self.beginningOffsets(name), self.endOffsets(name)
+        for partition, end in ends.items():
+            out[partition] = end
+            for batch in self.readBatches(name, partition, beginnings[partition], end):
+                hits = pc.indices_nonzero(pc.greater_equal(batch.column("timestamp"), timestampMs))
+                if len(hits):
+                    out[partition] = batch.column("offset")[hits[0].as_py()].as_py()
+                    break
+        return out
+
     def read(self, name: str, partition: int, start: int, end: int) -> pa.Table:
         """:meth:`readBatches` as one table."""
         tables = list(self.readBatches(name, partition, start, end))

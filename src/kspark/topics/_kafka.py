@@ -262,6 +262,15 @@ class KafkaTopics(Topics):
 
         return self._retrying(listOffsets)
 
+    def offsetsForTimes(self, name: str, timestampMs: int) -> dict[int, int]:
+        """Partition -> first offset whose record timestamp is at least ``timestampMs``, else the
+        end offset (the broker's time index: ``ListOffsets`` with a timestamp)."""
+        from confluent_kafka.admin import OffsetSpec
+
+        found = self._listOffsets(name, OffsetSpec.for_timestamp(timestampMs))
+        ends = self.endOffsets(name) if any(o < 0 for o in found.values()) else {}
+        return {p: o if o >= 0 else ends[p] for p, o in found.items()}
+
     def _retrying(self, call):
         """``call()``, again while it fails with a retriable error (a new topic's leaders or a
         restarted broker's coordinators not ready yet), for at most the timeout."""
@@ -329,8 +338,9 @@ class KafkaTopics(Topics):
             while not done:
                 messages = consumer.consume(num_messages=min(maxRows, 100_000), timeout=0.05)
                 if messages:
-                    deadline = time.monotonic() + self.timeoutS
                     data = [m for m in messages if m.error() is None]
+                    if data:  # progress; error events (a broker down: one per reconnect) are not
+                        deadline = time.monotonic() + self.timeoutS
                     for m in messages if len(data) < len(messages) else ():
                         error = m.error()
                         if error is None:

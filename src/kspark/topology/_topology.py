@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import TopologyException
+from .._auto_offset_reset import AutoOffsetReset
 from ..processor import TimestampExtractor
 from ..serialization import Serde
 from ..state import StoreBuilder
@@ -24,6 +25,7 @@ class SourceNodeSpec:
     timestampExtractor: TimestampExtractor | None = None
     isGlobal: bool = False  # the source of a global store (addGlobalStore / globalTable)
     topicPattern: "re.Pattern | None" = None  # a pattern source: ``topics`` is [its pattern string]
+    offsetReset: AutoOffsetReset | None = None  # Kafka: Consumed's / addSource's AutoOffsetReset
 
 
 @dataclass
@@ -116,15 +118,18 @@ class Topology:
     # ------------------------------------------------------------------ building
     def addSource(
         self,
-        name: str,
+        name: "str | AutoOffsetReset",
         *topics: "str | re.Pattern",
         keySerde: Serde | None = None,
         valueSerde: Serde | None = None,
         timestampExtractor: TimestampExtractor | None = None,
+        offsetReset: AutoOffsetReset | None = None,
     ) -> "Topology":
         """Add a source node reading ``topics``, or every topic matching one ``re.Pattern``
         (Kafka ``Topology#addSource``). A pattern source has one queue named by the pattern
         string, as in Kafka's TopologyTestDriver; the Spark host needs its topics by name.
+        Kafka's ``addSource(AutoOffsetReset, name, topics...)`` form is taken by type: the
+        source's topics then use that reset policy instead of ``auto.offset.reset``.
 
         Raises
         ------
@@ -133,6 +138,12 @@ class Topology:
             pattern matching one ("Pattern <p> will match a topic that has already been
             registered by another source.").
         """
+        if isinstance(name, AutoOffsetReset):  # addSource(offsetReset, name, topics...)
+            if offsetReset is not None or not topics:
+                raise TypeError("Topology.addSource(): give the AutoOffsetReset once, before the name")
+            offsetReset, name, topics = name, topics[0], topics[1:]
+        if offsetReset is not None and not isinstance(offsetReset, AutoOffsetReset):
+            raise TypeError(f"Topology.addSource(): offsetReset must be an AutoOffsetReset, got {offsetReset!r}")
         if not topics:
             raise TopologyException("You must provide at least one topic")
         pattern = None
@@ -154,7 +165,7 @@ class Topology:
                         topic in other.topics if other.topicPattern is None else other.topicPattern.fullmatch(topic)):
                     raise TopologyException(f"Topic {topic} has already been registered by another source.")
         self._addNode(SourceNodeSpec(name, list(topics), keySerde, valueSerde, timestampExtractor,
-                                     topicPattern=pattern), [])
+                                     topicPattern=pattern, offsetReset=offsetReset), [])
         return self
 
     def addProcessor(self, name: str, supplier: Callable[[], Any], *parentNames: str) -> "Topology":

@@ -41,14 +41,17 @@ class KStreamAggregate(ContextualProcessor):
             return
         old = self.store.get(key)
         if old is None:
-            newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
-            timestamp, oldAgg = record.timestamp(), None
+            initial = None if self.reduce else self.initializer()
+            newAgg = value if self.reduce else self.aggregator(key, value, initial)
+            # Kafka: Change(newAgg, sendOldValues ? oldAgg : null) with oldAgg = initializer() for a
+            # new key; cached, the flush reads the old value from the store instead (none)
+            timestamp, oldAgg = record.timestamp(), initial if self.sendOldValues and not self.cache.enabled else None
         else:
             oldAgg = oldValueToForward(self, key, old.value, self.sendOldValues)  # sendOldValues: set by the table's supplier
             newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
-        self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record.headers()), old is not None)
+        self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record._headers), old is not None)
 
 
 # ---------------------------------------------------------------------------- groupBy + aggregate
@@ -245,5 +248,5 @@ class KTableAggregateProcessor(ContextualProcessor):
         else:
             newAgg = intermediate
         self.store.put(key, None if newAgg is None else ValueAndTimestamp(newAgg, ts))
-        out = Record(key, Change(newAgg, forwardedOld if s.sendOldValues else None), ts, record.headers())
+        out = Record(key, Change(newAgg, forwardedOld if s.sendOldValues else None), ts, record._headers)
         self.cache.forward(out, old is not None)

@@ -41,6 +41,13 @@ the store's time runs ahead of the reading processor's, as with a cogroup's inpu
 store. Key-value lookups are not routed through the cache (the store shows nothing the cache
 would show differently). Processors that write one store share its one cache (``forStore``).
 
+Emit-on-window-close (KIP-825) caches its window store without a flush listener: the cache
+forwards nothing, but the final scan reads through it (``CachingWindowStore.fetchAll`` merges the
+cache with the store), so a window the store already hides past its retention is still emitted
+while it is cached (``hiddenWindows``). Kafka's underlying store only learns a later window at the
+flush, so it may show a window that kspark's written-through store hides and the cache has evicted;
+with a cache that holds the task's open windows (the default 10 MB) the two agree.
+
 A Spark micro-batch is a commit, not a restart, so a task rebuilt from Spark's state between
 batches must find the cache a running Kafka task would have (Kafka itself starts with an empty
 cache only after a restart or rebalance): at each checkpoint a session or window cache writes its
@@ -109,8 +116,11 @@ class RecordCache:
     ``"session"`` (for the size accounting); ``store`` gives the serdes.
     """
 
-    def __init__(self, processor, enabled: bool, store=None, schema: str = "keyValue") -> None:
+    def __init__(self, processor, enabled: bool, store=None, schema: str = "keyValue", forwards: bool = True) -> None:
         self.processor, self.enabled = processor, enabled
+        # False: a caching store without a flush listener (emit-final's window store): entries are
+        # kept (and read) as in Kafka's cache, a flush or eviction forwards nothing
+        self.forwards = forwards
         self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
         self.dirty: dict[Any, None] = {}                         # order of each key's last update
         self.sizeBytes = 0
@@ -137,7 +147,7 @@ class RecordCache:
             context.registerCommitCallback(self.flush)
 
     @classmethod
-    def forStore(cls, processor, enabled: bool, store, schema: str = "keyValue") -> "RecordCache":
+    def forStore(cls, processor, enabled: bool, store, schema: str = "keyValue", forwards: bool = True) -> "RecordCache":
         """The record cache of ``store`` in this task: the one already made for it, if another
         processor writes the same store (a cogroup's aggregations: Kafka has one caching layer
         per store, so their updates share one dirty order and one flush), else a new one."""
@@ -145,7 +155,7 @@ class RecordCache:
             existing = taskCache(processor.context()).byStore.get(store.name())
             if existing is not None:
                 return existing
-        return cls(processor, enabled, store, schema)
+        return cls(processor, enabled, store, schema, forwards)
 
     # -- size accounting (LRUNode.size)
     def _keyLen(self, key) -> int:
@@ -175,15 +185,16 @@ class RecordCache:
                 else:
                     valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
-        size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta.topic) if meta is not None and meta.topic else 0)
-        for hkey, hvalue in record.headers() or ():
+        size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta[0]) if meta is not None and meta[0] else 0)
+        for hkey, hvalue in record._headers or ():
             size += len(hkey) + (len(hvalue) if hvalue is not None else 0)
         return size
 
     # -- NamedCache
     def forward(self, record, existedInStore: bool) -> None:
         if not self.enabled:
-            self.processor.context().forward(record)
+            if self.forwards:
+                self.processor.context().forward(record)
             return
         key = record.key()
         change = record.value()
@@ -330,6 +341,24 @@ class RecordCache:
         self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes
 
+    def hiddenWindows(self, shown: list, timeFrom: int, timeTo: int) -> list:
+        """``shown`` (a window store's ``KeyValue(Windowed, ValueAndTimestamp)`` for windows
+        starting in ``[timeFrom, timeTo]``, by start then key bytes) plus the cached windows in
+        that range it does not show (past the store's retention), in the same order: Kafka's
+        ``CachingWindowStore.fetchAll`` merges the cache, which has no retention, with the store."""
+        from ...keyvalue import KeyValue
+
+        seen = {kv.key for kv in shown}
+        extra = [KeyValue(windowed, ValueAndTimestamp(self.store._thaw(entry.record.value().newValue),
+                                                      entry.record.timestamp()))
+                 for windowed, entry in self.entries.items()
+                 if timeFrom <= windowed.window().start() <= timeTo and windowed not in seen
+                 and entry.record.value().newValue is not None]
+        if not extra:
+            return shown
+        keyBytes = self.store._keyBytes
+        return sorted([*shown, *extra], key=lambda kv: (kv.key.window().start(), keyBytes(kv.key.key())))
+
     def cachedValues(self, key=None) -> list:
         """The cached entries with a value (a tombstone hides nothing the store still holds: the
         store is written through), as ``(cache key, value, record timestamp)``; with ``key``, only
@@ -378,7 +407,7 @@ class RecordCache:
         context = self.processor.context()
         current = context.metadata
         try:
-            for entry in out:
+            for entry in out if self.forwards else ():
                 if entry.record.value().newValue is None and not entry.existed:
                     continue   # created and removed between two flushes: the store never saw it
                 # Kafka: context.setRecordContext(entry.context()) before forwarding a flushed entry

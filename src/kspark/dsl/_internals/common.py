@@ -34,7 +34,7 @@ def arity(fn: Callable) -> int:
 def dropped(context, reason: str, message: str) -> None:
     meta = context.recordMetadata()
     if meta is not None:
-        log.warning("%s topic=[%s] partition=[%d] offset=[%d]", message, meta.topic, meta.partition, meta.offset)
+        log.warning("%s topic=[%s] partition=[%d] offset=[%d]", message, *meta)
     else:
         log.warning(message)
     context.metrics().recordDropped(context.taskId(), context.currentNode.name, reason)
@@ -47,7 +47,7 @@ def expiredWindow(context, ts: int, window: str, closeTime: int, streamTime: int
     log.warning(
         "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] timestamp=[%d] "
         "window=%s expiration=[%d] streamTime=[%d]",
-        meta and meta.topic, meta and meta.partition, meta and meta.offset, ts, window, closeTime, streamTime,
+        meta and meta[0], meta and meta[1], meta and meta[2], ts, window, closeTime, streamTime,
     )
     context.metrics().recordDropped(context.taskId(), context.currentNode.name, "expired window")
 

@@ -86,14 +86,15 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     """
     import struct
 
-    from ...errors import StreamsException
     from ...runtime.partitioner import partitionForKey
-    from ...runtime.stream_task import ProducedRecord
+    from ...runtime.stream_task import ProducedRecord, classCastInvoking, serializationError
+    from ...serialization import IncompatibleTypeException
+    from .common import Change
     from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
     pg, context, store, sink = task.partitionGroup, task.context, agg.store, sinkNode.sink
-    topic, sinkName, valueSerialize = sink.topic, sink.name, sink.valueSerde.serialize
+    topic, valueSerialize = sink.topic, sink.valueSerde.serialize
     inner = sink.keySerde.inner if type(sink.keySerde) is windowedSerde else None
     # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
     # (a str key's UTF-8), so one encode per record serves the lookup, the key and the partition
@@ -105,21 +106,43 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     packEndStart = _END_START.pack
     produced = sink._produced
 
+    current = [None]  # the record being processed (for the error path)
+
+    def sinkFailed(e: Exception, key, start: int, end: int, value, timestamp: int, headers: tuple) -> None:
+        """The sink's error as the per-node path meets it: handled by the processing handler of
+        toStream(), the node that forwarded to the sink (KIP-1033; FAIL raises)."""
+        rec = current[0]
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.currentNode = toStream
+        try:
+            task._onProcessingError(toStream, Record(_Windowed(key, windowOf(start, end)), Change(value, None), timestamp,
+                                                     headers), e)
+        finally:
+            context.currentNode = context.metadata = None
+
     def emitAny(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
-            write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
+            try:
+                write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
+            except Exception as e:
+                sinkFailed(e, key, start, end, value, timestamp, headers)
             return
+        what, serde, data = "key", sink.keySerde, None
         try:
             if keyBytes is None:
                 keyBytes = inner.serialize(topic, key)
+            what, serde, data = "value", sink.valueSerde, value
             if value is None or not longValues or type(value) is not int or not -1 << 63 <= value < 1 << 63:
                 valueBytes = valueSerialize(topic, value)
             else:
                 valueBytes = packLong(value)
-        except Exception as e:
-            raise StreamsException(f"Error serializing record to topic {topic} in sink node {sinkName}: {e}") from e
+        except Exception as e:  # what the sink's write raises for the same serde error
+            data = _Windowed(key, windowOf(start, end)) if what == "key" else data
+            sinkFailed(serializationError(serde, what, topic, data, None, timestamp, e), key, start, end, value,
+                       timestamp, headers)
+            return
         # WindowedStreamPartitioner: the partition of the inner key (DP-1); one partition: 0
         n = sink._n if sink._n is not None else sink.numPartitions()
         produced.append(_tupleNew(ProducedRecord, (
@@ -160,12 +183,15 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             return
         source.processed += 1
         node.processed += 1
+        current[0] = rec
         try:
             kb = key.encode("utf-8") if stringKeys and type(key) is str else None
             body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
-        except StreamsException:
-            raise
         except Exception as e:  # KIP-1033, as StreamTask._processorCall
+            if getattr(e, "failedProcessing", False):  # failed (and handled) downstream
+                raise
+            if isinstance(e, IncompatibleTypeException):  # as the per-node path: not this node's handler's
+                raise classCastInvoking(node.name, Record(key, rec.value, ts, rec.headers), e) from e.classCast()
             context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
             context.currentNode = node
             try:
@@ -228,10 +254,10 @@ def sessionFastPath(agg: "KStreamSessionWindowAggregate", task, source, node, to
         if start != ts or end != ts:
             for sEnd, sStart, sKey, _ in merged:
                 put(sEnd, kb, sStart, sKey, None)
-                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+                emit(sKey, sStart, sEnd, None, sEnd, (), innerBytes)
         value = aggregator(key, rec.value, value)
         put(end, kb, start, key, value)
-        emit(key, start, end, value, end, headers, innerBytes)
+        emit(key, start, end, value, end, (), innerBytes)  # uncached: no headers (F7)
 
     def countBody(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
         """``body`` for the DSL's ``count()``: its initializer (0), aggregator (+1) and merger (sum)
@@ -257,9 +283,9 @@ def sessionFastPath(agg: "KStreamSessionWindowAggregate", task, source, node, to
         if start != ts or end != ts:
             for sEnd, sStart, sKey, _ in merged:
                 put(sEnd, kb, sStart, sKey, None)
-                emit(sKey, sStart, sEnd, None, sEnd, headers, innerBytes)
+                emit(sKey, sStart, sEnd, None, sEnd, (), innerBytes)
         put(end, kb, start, key, value)
-        emit(key, start, end, value, end, headers, innerBytes)
+        emit(key, start, end, value, end, (), innerBytes)
 
     if agg.initializer is countInitializer and agg.aggregator is countAggregator and agg.merger is countMerger:
         body = countBody
@@ -302,7 +328,7 @@ def timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStre
                 else:
                     newAgg = aggregator(old.value, value) if reduce else aggregator(key, value, old.value)
                     timestamp = ts if ts > old.timestamp else old.timestamp
-                put(kb, key, _tupleNew(ValueAndTimestamp, (newAgg, timestamp)), start)
+                put(kb, key, None if newAgg is None else _tupleNew(ValueAndTimestamp, (newAgg, timestamp)), start)
                 emit(key, start, end, newAgg, timestamp, headers, innerBytes)
             start += advance
 

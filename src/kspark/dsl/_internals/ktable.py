@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ...errors import TopologyException
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
+from .cache import RecordCache
 from .common import Change, dropped
 
 log = logging.getLogger("kspark.dsl")
@@ -36,14 +37,19 @@ class KTableSource(ContextualProcessor):
     Null keys are skipped and counted (``dropped-records``); a null value deletes the key.
     Not materialized (``storeName`` None) it forwards ``Change(value, None)``; the old value is
     forwarded only when ``sendOldValues`` (a downstream subtractor or join asked for it).
+    Materialized with ``caching`` (``Materialized``'s default) and a record cache, updates go
+    through the cache as in Kafka's ``CachingKeyValueStore``: a delete of a key the store does not
+    hold forwards nothing.
     """
 
-    def __init__(self, storeName: str | None, sendOldValues: bool = True) -> None:
-        self.storeName, self.sendOldValues = storeName, sendOldValues
+    def __init__(self, storeName: str | None, sendOldValues: bool = True, caching: bool = False) -> None:
+        self.storeName, self.sendOldValues, self.caching = storeName, sendOldValues, caching
 
     def init(self, context) -> None:
         super().init(context)
         self.store = None if self.storeName is None else context.getStateStore(self.storeName)
+        self.cache = RecordCache(self, self.caching and self.store is not None and context.cachingEnabled(),
+                                 self.store, "keyValue")
 
     def process(self, record: Record) -> None:
         key = record.key()
@@ -64,7 +70,7 @@ class KTableSource(ContextualProcessor):
                 )
         value = record.value()
         self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
-        self.context().forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)))
+        self.cache.forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)), old is not None)
 
 
 class KTableToStream(ContextualProcessor):
@@ -131,9 +137,10 @@ class KTableSourceSupplier:
     value getter, old values for a subtractor or a join). ``materialize()`` adds the store to the
     topology at that moment, so ``describe()`` shows ``(stores: [])`` otherwise, as Kafka does."""
 
-    def __init__(self, topology, nodeName: str, storeName: str, queryableName: str | None, storeBuilder) -> None:
+    def __init__(self, topology, nodeName: str, storeName: str, queryableName: str | None, storeBuilder,
+                 caching: bool = True) -> None:
         self.topology, self.nodeName, self.storeName = topology, nodeName, storeName
-        self.storeBuilder = storeBuilder
+        self.storeBuilder, self.caching = storeBuilder, caching
         self.queryableName: str | None = None
         self.sendOldValues = False
         if queryableName is not None:
@@ -159,7 +166,7 @@ class KTableSourceSupplier:
         return materializedView(self.storeName)
 
     def __call__(self):
-        return KTableSource(self.queryableName, self.sendOldValues)
+        return KTableSource(self.queryableName, self.sendOldValues, self.caching)
 
 
 class MaterializedTableSupplier:
@@ -188,15 +195,22 @@ class MaterializedTableSupplier:
 # ---------------------------------------------------------------------------- filter / mapValues
 class StoreForwarder(ContextualProcessor):
     """Shared by filter / mapValues / join merger: with a queryable store, put the new value (a
-    null deletes) and forward ``Change(new, old if sendOldValues)`` (Kafka ``TimestampedTupleForwarder``)."""
+    null deletes) and forward ``Change(new, old if sendOldValues)`` (Kafka ``TimestampedTupleForwarder``),
+    through the record cache when the store caches (the supplier's ``caching``, ``Materialized``'s
+    default): a delete of a key the store does not hold forwards nothing (``CachingKeyValueStore``)."""
 
     def init(self, context) -> None:
         super().init(context)
-        self.store = None if self.supplier.queryableName is None else context.getStateStore(self.supplier.queryableName)
+        s = self.supplier
+        self.store = None if s.queryableName is None else context.getStateStore(s.queryableName)
+        self.cache = RecordCache(self, getattr(s, "caching", False) and self.store is not None
+                                 and context.cachingEnabled(), self.store, "keyValue")
 
     def _putAndForward(self, record: Record, newValue, oldValue) -> None:
-        self.store.put(record.key(), None if newValue is None else ValueAndTimestamp(newValue, record.timestamp()))
-        self.context().forward(record.withValue(Change(newValue, oldValue if self.supplier.sendOldValues else None)))
+        key = record.key()
+        existed = self.cache.enabled and self.store.get(key) is not None
+        self.store.put(key, None if newValue is None else ValueAndTimestamp(newValue, record.timestamp()))
+        self.cache.forward(record.withValue(Change(newValue, oldValue if self.supplier.sendOldValues else None)), existed)
 
 
 class KTableFilterSupplier:

@@ -89,9 +89,9 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     def gather(limit: int):
         """The head and up to ``limit - 1`` following records, as (key codes (int64), distinct key
         bytes (None for a null key), timestamps (int64, negative if invalid), values (a list, or
-        None when all are null and need no deserializer call), headers (a list of tuples, or
-        None when none has any), fromColumns): from the queue's RawRecord tuples, or, when none
-        are queued, from its first column chunk."""
+        None when all are null and need no deserializer call), fromColumns): from the queue's
+        RawRecord tuples, or, when none are queued, from its first column chunk. (Headers are not
+        read: Kafka forwards an uncached session update with none.)"""
         head = queue._headRaw
         headTs = head[1] if head[5] is None else head[5]
         if queue._raw or not queue._columns:
@@ -103,8 +103,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             values = [r[3] for r in raws]
             if nullSafe and not any(v is not None for v in values):
                 values = None
-            headers = [tuple(r[4]) if r[4] else () for r in raws] if any(r[4] for r in raws) else None
-            return codes, list(index), t, values, headers, False
+            return codes, list(index), t, values, False
         columns, pos = queue._columns[0]
         rows = min(limit - 1, len(columns) - pos)
         keys = pa.concat_arrays([pa.array([head[2]], pa.binary()), columns.keys.slice(pos, rows)]).dictionary_encode()
@@ -114,14 +113,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         values = columns.values.slice(pos, rows)
         values = (None if nullSafe and values.null_count == rows and head[3] is None
                   else [head[3]] + values.to_pylist())
-        headers = columns.headers.slice(pos, rows)
-        if headers.null_count == rows and not head[4]:
-            headers = None
-        else:
-            from ...runtime.stream_task import decodeHeaders
-
-            headers = [tuple(head[4]) if head[4] else ()] + [decodeHeaders(h) for h in headers.to_pylist()]
-        return codes, distinct, t, values, headers, True
+        return codes, distinct, t, values, True
 
     def consumed(n: int, tMax: int, fromColumns: bool) -> None:
         """Take ``n`` records off the queue as ``n`` polls would (T-9..T-12)."""
@@ -146,7 +138,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     def vectorised(limit: int) -> tuple[int, bool]:
         """Process the longest simple run among the next ``limit`` queued records; returns
         (records processed, whether the run stopped before a record that needs the scalar loop)."""
-        codeArr, distinct, t, values, recordHeaders, fromColumns = gather(limit)
+        codeArr, distinct, t, values, fromColumns = gather(limit)
         n = len(t)
         stop = n  # records before the first one that needs the scalar loop
         # -- raw-level checks: a problem at j is met when record j - 1 is polled
@@ -265,8 +257,8 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             for code in present.tolist():
                 partitionOf[code] = partitionForKey(distinct[code], partitions)
             partitionCol = partitionOf[outCode]
-        headers = None if recordHeaders is None else list(map(recordHeaders.__getitem__, outRecord.tolist()))
-        produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, headers))
+        # no headers: Kafka 4.3's KStreamSessionWindowAggregate forwards new Record(key, change, end)
+        produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, None))
         # -- the store: each session's last state; every put's segment indexed (ST-6)
         headKeys = headCodes.tolist()
         lastOfGroup = np.append(heads[1:], m) - 1

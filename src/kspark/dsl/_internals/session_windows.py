@@ -55,7 +55,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         due = list(self.store.findSessionsByEnd(lower, upper))
         due.sort(key=lambda kv: (kv.key.window().end(), kv.key.window().start(), self.store._keyBytes(kv.key.key())))
         for kv in due:
-            self.context().forward(Record(kv.key, Change(kv.value, None), kv.key.window().end(), record.headers()))
+            self.context().forward(Record(kv.key, Change(kv.value, None), kv.key.window().end(), record._headers))
         self.meta["lastEmitWindowCloseTime"] = closeTime
 
     def _aggregate(self, record: Record) -> int | None:
@@ -83,19 +83,22 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
             self._skipExpired(ts, start, end, closeTime, streamTime, merged)
             return closeTime
         emitFinal, forward = self.emitFinal, self.cache.forward
+        # Kafka 4.3 forwards new Record(windowedKey, change, end): no headers; cached, the entry
+        # keeps the record context it was written in, whose headers the flush forwards
+        headers = record._headers if self.cache.enabled else ()
         if start != ts or end != ts:
             for sEnd, sStart, sKey, _ in merged:
                 store._putEntry(sEnd, kb, sStart, sKey, None)  # store.remove(Windowed(sKey, [sStart, sEnd]))
                 if not emitFinal:
                     # a session the store hides is not in it as far as the flush can tell: Kafka
                     # skips its tombstone (the flush finds no old value)
-                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, record.headers()),
+                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, headers),
                             (sEnd, sStart) not in hidden)
         agg = self.aggregator(key, record.value(), agg)
         existed = store.fetchSession(key, start, end) is not None
         store._putEntry(end, kb, start, key, agg)  # store.put(Windowed(key, [start, end]), agg)
         if not emitFinal:
-            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, record.headers()), existed)
+            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, headers), existed)
         return closeTime
 
 

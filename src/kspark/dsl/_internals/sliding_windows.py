@@ -191,7 +191,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
             return
         windowed = Windowed(record.key(), TimeWindow(start, start + self.d))
         self.cache.forward(Record(windowed, Change(newAgg, oldAgg if self.sendOldValues else None), newTimestamp,
-                                  record.headers()), existed)
+                                  record._headers), existed)
 
     def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
         """KIP-825 for sliding windows (``AbstractKStreamTimeWindowAggregateProcessor``): window
@@ -205,5 +205,5 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
             return
         lower = 0 if last == -1 else max(0, last - d)
         for kv in self.store._fetchAllTimeFirst(lower, upper):
-            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
         meta["lastEmitWindowCloseTime"] = closeTime

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ...errors import StreamsException
-from ...processor import ContextualProcessor, ProcessorContext, Record
+from ...processor import ContextualProcessor, FixedKeyProcessorContext, FixedKeyRecord, ProcessorContext, Record
 
 __all__ = [
     "ForeachProcessor", "FixedKeyProcessorAdapter", "KStreamBranch", "KStreamFilter", "KStreamFlatMap",
@@ -47,7 +47,7 @@ class KStreamMap(ContextualProcessor):
             key, value = result
         except (TypeError, ValueError):
             raise TypeError(f"The mapper of map() must return a KeyValue or (key, value) pair, got {result!r}") from None
-        self.context().forward(Record(key, value, record.timestamp(), record.headers()))
+        self.context().forward(Record(key, value, record.timestamp(), record._headers))
 
 
 class KStreamSelectKey(ContextualProcessor):
@@ -101,7 +101,7 @@ class KStreamFlatMap(ContextualProcessor):
                 key, value = pair
             except (TypeError, ValueError):
                 raise TypeError(f"The mapper of flatMap() must return KeyValue or (key, value) pairs, got {pair!r}") from None
-            self.context().forward(Record(key, value, record.timestamp(), record.headers()))
+            self.context().forward(Record(key, value, record.timestamp(), record._headers))
 
 
 class KStreamFlatMapValues(ContextualProcessor):
@@ -195,7 +195,7 @@ class KStreamPrint(ContextualProcessor):
             self._file = None
 
 
-class _FixedKeyContext(ProcessorContext):
+class _FixedKeyContext(FixedKeyProcessorContext):
     """The context a ``processValues`` processor sees: forwarding a record whose key differs from
     the input record's raises (Kafka's ``FixedKeyRecord`` makes that impossible by type)."""
 
@@ -204,7 +204,8 @@ class _FixedKeyContext(ProcessorContext):
 
     def forward(self, record: Record, childName: str | None = None) -> None:
         current = self._owner.current
-        if current is not None and record.key() is not current.key() and record.key() != current.key():
+        if (current is not None and type(record) is not FixedKeyRecord and record.key() is not current.key()
+                and record.key() != current.key()):
             raise StreamsException(
                 f"processValues() processor {self._inner.currentNode.name} forwarded key {record.key()!r} "
                 f"for an input record with key {current.key()!r}; a fixed-key processor may not change the key "
@@ -253,7 +254,7 @@ class FixedKeyProcessorAdapter(ContextualProcessor):
     def process(self, record: Record) -> None:
         self.current = record
         try:
-            self.processor.process(record)
+            self.processor.process(FixedKeyRecord._of(record))
         finally:
             self.current = None
 

@@ -125,7 +125,7 @@ class KStreamKStreamJoin(ContextualProcessor):
                 if outerStore is not None:
                     # the other side's record joined: it is no longer a non-joined candidate
                     outerStore.putIfAbsent(TimestampedKeyAndJoinSide(not self.leftSide, key, otherTs), None)
-                forward(Record(key, joiner(key, value, thaw(otherValue)), max(ts, otherTs), record.headers()))
+                forward(Record(key, joiner(key, value, thaw(otherValue)), max(ts, otherTs), record._headers))
         elif self.outer:
             if outerStore is None or timeTo < tracker["streamTime"]:
                 self.context().forward(record.withValue(self.joiner(key, value, None)))
@@ -149,7 +149,7 @@ class KStreamKStreamJoin(ContextualProcessor):
         leftOpen = rightOpen = False
         deleted: set = set()
         scanned = 0
-        headers = record.headers()
+        headers = record._headers
         for kb, stored, values in store._scan():
             scanned += 1
             isLeft, ts = stored.leftSide, stored.timestamp

@@ -27,6 +27,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     once, by start then key, with its aggregate's timestamp and the current record's headers;
     ``lower`` is 0 the first time, then ``max(0, lastCloseTime - size) + 1``; nothing is fetched
     (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
+    Cached (Kafka's default), the scan reads through the record cache, which forwards nothing here
+    but still holds windows the store hides past its retention (``CachingWindowStore.fetchAll``).
     The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
     """
 
@@ -37,12 +39,15 @@ class KStreamWindowAggregate(ContextualProcessor):
         self.storeName, self.windows = storeName, windows
         self.initializer, self.aggregator, self.reduce = initializer, aggregator, reduce
         self.emitFinal = emitFinal
-        self.caching = caching and not emitFinal  # emit-final forwards without the cache's flush listener
+        # emit-final caches too (Kafka's window store is cached; the final scan reads through the
+        # cache), but its cache forwards nothing: no flush listener
+        self.caching = caching
 
     def init(self, context) -> None:
         super().init(context)
         self.store = context.getStateStore(self.storeName)
-        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window")
+        self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "window",
+                                          forwards=not self.emitFinal)
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
 
@@ -66,15 +71,22 @@ class KStreamWindowAggregate(ContextualProcessor):
                 # past its retention (a cogroup's other inputs can move the store's time ahead)
                 old = self.cache.cachedWindow(Windowed(key, window))
             if old is None:
-                newAgg = value if self.reduce else self.aggregator(key, value, self.initializer())
+                # Kafka: oldAgg = initializer() (reduce: null, and "agg == null ? value : reducer(agg,
+                # value)", so a null value makes a null aggregate)
+                initial = None if self.reduce else self.initializer()
+                newAgg = value if self.reduce else self.aggregator(key, value, initial)
                 timestamp = ts
             else:
+                initial = old.value
                 newAgg = self.aggregator(old.value, value) if self.reduce else self.aggregator(key, value, old.value)
                 timestamp = max(ts, old.timestamp)
-            store._putBytes(kb, key, ValueAndTimestamp(newAgg, timestamp), start)  # store.put(key, ..., start)
-            if not self.emitFinal:
-                oldAgg = old.value if self.sendOldValues and old is not None else None
-                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record.headers()),
+            # ValueAndTimestamp.make(null, ts) is null: a null aggregate deletes the window
+            store._putBytes(kb, key, None if newAgg is None else ValueAndTimestamp(newAgg, timestamp), start)
+            if not self.emitFinal or self.cache.enabled:  # emit-final: into the cache only
+                # Change(newAgg, sendOldValues ? oldAgg : null), oldAgg the initializer's value for a
+                # new window; cached, the flush reads the old value from the store instead (none)
+                oldAgg = initial if self.sendOldValues and (old is not None or not self.cache.enabled) else None
+                self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record._headers),
                                    old is not None)
         if self.emitFinal:
             self._maybeForwardFinalResult(record, closeTime)
@@ -101,6 +113,9 @@ class KStreamWindowAggregate(ContextualProcessor):
         lower = 0 if last == -1 else max(0, last - size) + 1
         if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
             return  # no new window closed since the last emission
-        for kv in self.store._fetchAllTimeFirst(lower, upper):
-            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers()))
+        due = list(self.store._fetchAllTimeFirst(lower, upper))
+        if self.cache.enabled and lower < self.store._observed - self.store._retentionMs:
+            due = self.cache.hiddenWindows(due, lower, upper)  # windows the store hides, still cached
+        for kv in due:
+            self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
         meta["lastEmitWindowCloseTime"] = closeTime
