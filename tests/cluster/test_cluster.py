@@ -157,15 +157,18 @@ def test_a_worker_killed_mid_run_changes_nothing(sparkCluster, kafkaBroker, flag
     err = (tmp_path / "driver.log").read_text(errors="replace")
     assert driver.returncode == 0, err[-4000:]
     assert "Lost executor" in err, err[-4000:]  # the driver saw it
-    # the tasks lost with the executor ran again, on worker 2's
+    # the tasks lost with the executor ran again on worker 2's: as a new attempt of the task
+    # ("1.1 in stage 5.0"), or of its stage ("1.0 in stage 5.1") when Spark resubmitted the stage
+    # for the map outputs lost with worker 1 (a fetch of them failed)
     retried, reruns = _taskLog(sparkCluster, 2), []
     for task in running:
-        index, stage = re.match(r"(\d+)\.0 in stage (\S+)", task).groups()
-        rerun = re.search(rf"(\S+) INFO Executor: Running task ({index}\.[1-9]\d* in stage {re.escape(stage)}) ", retried)
-        assert rerun, task
-        finished = re.search(rf"(\S+) INFO Executor: Finished task {re.escape(rerun[2])} ", retried)
-        assert finished, rerun[2]
-        reruns.append(f"{rerun[2]} {rerun[1]}..{finished[1]}")
+        index, stage = re.match(r"(\d+)\.0 in stage (\d+)\.0$", task).groups()
+        attempts = [m for m in re.finditer(rf"(\S+) INFO Executor: Running task ({index}\.(\d+) in stage {stage}\.(\d+)) ",
+                                           retried) if m[3] != "0" or m[4] != "0"]
+        done = [(m, f) for m in attempts
+                if (f := re.search(rf"(\S+) INFO Executor: Finished task {re.escape(m[2])} ", retried))]
+        assert done, (task, [m[2] for m in attempts])  # an attempt may fail first (FetchFailed), one must succeed
+        reruns += [f"{m[2]} {m[1]}..{f[1]}" for m, f in done]
     assert len(aliveWorkers) == 1  # the master knew worker 1 lost while the run finished on worker 2
     checkResult(tmp_path / "result.json", signals, store)
     # the killed executor's Python workers end by themselves (their JVM's sockets closed)
