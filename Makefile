@@ -2,12 +2,16 @@
 # make demo-kafka: the same job on a real Kafka broker (KRaft, started on 127.0.0.1), exactly once
 # make test: install into .venv and run the test suite
 # make bench: also install the comparison systems (.[bench]) and run every benchmark (bench/README.md)
+# make cluster: start a Spark standalone cluster on 127.0.0.1 (a master, two 1-core workers) and
+#               print its master URL; make cluster-stop stops it (files in $(CLUSTER_DIR))
 # make jvm: resolve the JVM artifacts of jvm/pom.xml (Kafka broker, kafka-streams) with Maven into
 #           $(KSPARK_JVM_LIB), outside git; again only when the pom changes
 VENV ?= .venv
 KSPARK_JVM_LIB ?= $(HOME)/.cache/kspark/jvm
 export KSPARK_JVM_LIB
 PY := $(VENV)/bin/python
+CLUSTER_DIR ?= work/spark-cluster
+SPARK_CLUSTER := $(PY) -c 'import sys; from kspark.testing._spark_cluster import main; sys.exit(main())'
 STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
@@ -16,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-.PHONY: demo demo-kafka test bench jvm
+.PHONY: demo demo-kafka test bench jvm cluster cluster-stop
 jvm:
 	@cmp -s jvm/pom.xml $(KSPARK_JVM_LIB)/pom.xml || { \
 	  rm -rf $(KSPARK_JVM_LIB).tmp && \
@@ -36,3 +40,9 @@ test: $(STAMP) jvm
 bench: $(STAMP) jvm
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) bench/run.py
+
+cluster: $(STAMP)
+	$(SPARK_CLUSTER) start $(CLUSTER_DIR)
+
+cluster-stop: $(STAMP)
+	$(SPARK_CLUSTER) stop $(CLUSTER_DIR)

@@ -196,6 +196,12 @@ def driverSignals(prices: list[dict], valuations: list[dict]) -> list[dict]:
     """The signals of ``TopologyTestDriver`` when every record arrives in timestamp order (on
     equal timestamps the company master first), as :func:`readSignals` lists them: the reference
     a Spark run must equal."""
+    return driverRun(prices, valuations)[0]
+
+
+def driverRun(prices: list[dict], valuations: list[dict]) -> tuple[list[dict], list[list]]:
+    """:func:`driverSignals` and the dedup store after them (``SIGNAL_STORE``: ``[key, value]``
+    pairs in key order)."""
     from kspark.testing import TopologyTestDriver
 
     events = [(ts, "companies", k, v) for k, v, ts in companyRecords(valuations)]
@@ -207,7 +213,9 @@ def driverSignals(prices: list[dict], valuations: list[dict]) -> list[dict]:
         for ts, topic, key, value in events:
             inputs[topic].pipeInput(key, value, ts)
         records = d.createOutputTopic("signals").readRecordsToList()
-    return sorted(({**r.value(), "timestamp": r.timestamp()} for r in records), key=lambda s: (s["timestamp"], s["code"]))
+        store = sorted([kv.key, kv.value] for kv in d.getKeyValueStore(SIGNAL_STORE).all())
+    signals = sorted(({**r.value(), "timestamp": r.timestamp()} for r in records), key=lambda s: (s["timestamp"], s["code"]))
+    return signals, store
 
 
 # ---------------------------------------------------------------------- run

@@ -26,7 +26,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie is gone for our purposes
@@ -58,8 +58,8 @@ def killRun(proc, timeout: float = 30.0) -> None:
             pass
     proc.wait()
     deadline = time.time() + timeout
-    while any(_alive(pid) for pid in doomed):
-        assert time.time() < deadline, f"processes {[p for p in doomed if _alive(p)]} of the killed run outlived it"
+    while any(alive(pid) for pid in doomed):
+        assert time.time() < deadline, f"processes {[p for p in doomed if alive(p)]} of the killed run outlived it"
         time.sleep(0.05)
 
 

@@ -29,5 +29,5 @@ def kafkaBroker(tmp_path_factory):
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "tests/spark/" in str(item.fspath) or "tests/kafka/" in str(item.fspath):
+        if any(tier in str(item.fspath) for tier in ("tests/spark/", "tests/kafka/", "tests/cluster/")):
             item.add_marker(pytest.mark.spark)

@@ -487,6 +487,7 @@ class KafkaStreams:
         # Python data sources are looked up through the JVM thread's active session; queries may
         # start on a thread other than the one that created the session.
         spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        _pyFilesForDriverSideWorkers(spark)  # before the data source and the task UDF take the environment
         registerDataSource(spark)
         _pickleUserModulesByValue()
         sub: Subtopology = plan["subtopology"]
@@ -581,19 +582,47 @@ def _upstreamFirst(subs: list[Subtopology]) -> list[Subtopology]:
 
 def _pickleUserModulesByValue() -> None:
     """Ship the code of user modules (scripts, tests, examples) with the topology to the Python
-    workers, which may not have them on their path; installed packages are imported there."""
+    workers, which may not have them on their path; installed packages and kspark are imported
+    there (on a cluster: installed on every node, or shipped with ``--py-files``/``--archives``)."""
     from pyspark import cloudpickle
 
-    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))}
-    kspark_dir = os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
+    # directories, with a trailing separator: /src/kspark_jobs.py is not inside /src/kspark
+    roots = (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(__file__)))
+    installed = tuple(os.path.join(os.path.realpath(p), "") for p in roots)
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not path or name == "__main__" or name.startswith(("kspark", "pyspark", "_pytest", "pytest")):
+        if not path or name == "__main__" or name.partition(".")[0] in ("kspark", "pyspark", "_pytest", "pytest"):
             continue
-        real = os.path.realpath(path)
-        if real.startswith(kspark_dir) or any(real.startswith(p) for p in installed):
+        if os.path.realpath(path).startswith(installed):
             continue
         try:
             cloudpickle.register_pickle_by_value(module)
         except (ValueError, TypeError):
             pass
+
+
+def _pyFilesForDriverSideWorkers(spark) -> None:
+    """Put ``--py-files`` (``spark.submit.pyFiles``, ``addPyFile``) on the path of the Python
+    processes Spark runs on the driver for a streaming query.
+
+    Executors' Python workers get the includes with every task, but the driver-side ones do
+    not: Spark 4's Python streaming source runner looks for them in ``<SparkFiles
+    root>/streaming_job`` (where they are not), and the ``transformWithStateInPandas`` driver
+    worker (``StreamingPythonRunner``) gets none. With kspark shipped as ``--py-files
+    kspark.zip`` and not installed for ``spark.pyspark.python``, the query failed at start with
+    ``ModuleNotFoundError: No module named 'kspark'``. Both take the ``PYTHONPATH`` of the
+    functions' environment (``SparkContext.environment``, as ``spark.executorEnv.PYTHONPATH``
+    does), so the includes' driver-side copies are appended there; on other machines those
+    paths do not exist and Python skips them.
+    """
+    from pyspark import SparkFiles
+
+    sc = spark.sparkContext
+    includes = sc._python_includes or []
+    if not includes:
+        return
+    root = SparkFiles.getRootDirectory()
+    entries = [p for p in sc.environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    missing = [path for name in includes if (path := os.path.join(root, name)) not in entries]
+    if missing:
+        sc.environment["PYTHONPATH"] = os.pathsep.join(entries + missing)

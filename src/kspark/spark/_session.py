@@ -23,7 +23,15 @@ def getOrCreateSession(config: StreamsConfig):
     named in a WARNING).
 
     Python workers use this interpreter (``PYSPARK_PYTHON`` unless set to another one), so they
-    see the same packages; state uses the RocksDB provider with changelog checkpointing.
+    see the same packages: on a local master through :func:`_workerPython`'s launcher (a file
+    in this machine's temporary directory), on any other master by the interpreter's own path,
+    which must then exist on every executor with kspark's dependencies (else set
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python``, e.g. to a venv shipped with ``--archives``).
+    State uses the RocksDB provider with changelog checkpointing.
+
+    Under ``spark-submit`` (the JVM is already running, ``PYSPARK_GATEWAY_PORT``), the session
+    runs on ``--master`` unless ``kspark.spark.master`` is given, and kspark's default
+    ``spark.*`` values below give way to the launcher's (``--conf``, ``spark-defaults.conf``).
 
     Quiet by default (:mod:`kspark.spark._quiet`): kspark starts the driver JVM itself to filter
     its stderr, with kspark's ``log4j2.properties`` (Spark at WARN, no banner); verbose mode
@@ -51,30 +59,61 @@ def getOrCreateSession(config: StreamsConfig):
         checkSessionConflicts(existing, config)
     if active is not None:
         return active
+    master = config.get(StreamsConfig.SPARK_MASTER_CONFIG)
+    # spark-submit (or the pyspark shell) started the JVM with its own --master and --conf: a
+    # kspark.spark.master given in the config still wins, kspark's defaults do not
+    launched = "PYSPARK_GATEWAY_PORT" in os.environ
+    preset = _launcherConf() if launched else {}
+    if StreamsConfig.SPARK_MASTER_CONFIG not in config.originals() and "spark.master" in preset:
+        master = preset["spark.master"]
     if os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
-        os.environ["PYSPARK_PYTHON"] = _workerPython()
-    builder = (
-        SparkSession.builder.master(config.get(StreamsConfig.SPARK_MASTER_CONFIG))
-        .appName(config.get(StreamsConfig.APPLICATION_ID_CONFIG) or "kspark")
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
-    )
+        os.environ["PYSPARK_PYTHON"] = workerPythonFor(master)
+    defaults = {
+        "spark.app.name": config.get(StreamsConfig.APPLICATION_ID_CONFIG) or "kspark",
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
+    }
+    builder = SparkSession.builder.master(master)
+    for key, value in defaults.items():
+        if key not in preset:
+            builder = builder.config(key, value)
     for key, value in config.sparkConfs().items():
         builder = builder.config(key, value)
-    builder = builder.config("spark.driver.extraJavaOptions",
-                             _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions")))
     verbose = _quiet.isVerbose(config)
     _quiet.setVerbose(verbose)
-    _quiet.launchGateway(dict(builder._options), config.get(StreamsConfig.SPARK_MASTER_CONFIG))
+    if not launched:
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions")))
+        _quiet.launchGateway(dict(builder._options), master)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("INFO" if verbose else "WARN")
     return session
+
+
+def workerPythonFor(master: str) -> str:
+    """The interpreter Python workers run (``PYSPARK_PYTHON``) when nothing else is set: this
+    one through :func:`_workerPython`'s launcher when every worker runs on this machine
+    (``local``, ``local[N]``, ``local-cluster[...]``), else this interpreter's own path; the
+    launcher is a file in this machine's temporary directory, which executors on other machines
+    do not have ("Cannot run program" on every task)."""
+    if master == "local" or master.startswith(("local[", "local-cluster[")):
+        return _workerPython()
+    return sys.executable
+
+
+def _launcherConf() -> dict[str, str]:
+    """The ``spark.*`` settings of a JVM that ``spark-submit`` started (its ``--master``,
+    ``--conf`` and ``spark-defaults.conf``), read from the JVM's system properties."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
 
 
 def checkSessionConflicts(session, config: StreamsConfig) -> None:

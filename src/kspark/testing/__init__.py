@@ -4,6 +4,7 @@ from ._driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDr
 from ._jvm import JvmArtifactsMissing
 from ._kafka_broker import KafkaBroker
 from ._mock_context import CapturedForward, CapturedPunctuator, MockProcessorContext
+from ._spark_cluster import SparkStandaloneCluster
 
 __all__ = ["CapturedForward", "CapturedPunctuator", "JvmArtifactsMissing", "KafkaBroker", "MockProcessorContext",
-           "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
+           "SparkStandaloneCluster", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
