@@ -484,6 +484,37 @@ def cogroupBench(events) -> dict:
                              b.build(), _bidsAndAuctions(events), "activity")
 
 
+def fkJoinBench(events) -> dict:
+    """Issue 20: each bidder's latest bid (a KTable keyed by bidder, value ``auction|price``)
+    foreign-key joined with the auctions table on the auction id: subscriptions, responses and
+    the hash check, a changed foreign key (the bidder moved to another auction) unsubscribing the
+    old one, record at a time."""
+    from kspark import StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.table("latest-bids").join(b.table("auctions"), lambda bid: bid.split("|")[0], lambda bid, seller: f"{bid}|{seller}")
+     .toStream().to("bid-sellers"))
+    inputs = sorted([("latest-bids", str(bidder), f"{a}|{price}", ts) for a, bidder, price, ts in events["bids"]]
+                    + [("auctions", str(a), str(seller), ts) for a, seller, _, ts in events["auctions"]],
+                    key=lambda r: r[3])
+    return _nexmarkDriverRun("FK Nexmark bidders' latest bid FK-joined with auctions, KTable-KTable foreign-key join, "
+                             "TopologyTestDriver", b.build(), inputs, "bid-sellers")
+
+
+def versionedJoinBench(events) -> dict:
+    """Issue 20: bids joined with the auctions table as of each bid's time (a versioned store,
+    1 min history) with a 100 ms grace buffer (``Joined.withGracePeriod``), record at a time."""
+    from kspark import Joined, Materialized, Stores, StreamsBuilder
+
+    b = StreamsBuilder()
+    auctions = b.table("auctions", Materialized.as_(Stores.persistentVersionedKeyValueStore("auctions-v", timedelta(minutes=1))))
+    (b.stream("bids").join(auctions, lambda bid, seller: f"{bid}:{seller}",
+                           Joined.as_("vj").withGracePeriod(timedelta(milliseconds=100)))
+     .to("bid-sellers"))
+    return _nexmarkDriverRun("VJ Nexmark bids join versioned auctions as of the bid's time, 100 ms grace, "
+                             "TopologyTestDriver", b.build(), _bidsAndAuctions(events), "bid-sellers")
+
+
 # ---------------------------------------------------------------------- Spark benchmarks
 def p1(df, work: Path, spark, cores: int, label: str = "", broker=None) -> dict:
     """P1: kspark's session count on Spark over local topics, or over Kafka topics of ``broker``
@@ -860,6 +891,8 @@ def main(argv=None) -> int:
             streamJoinBench(events)
             slidingBench(events)
             cogroupBench(events)
+            fkJoinBench(events)
+            versionedJoinBench(events)
     sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p4"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)
