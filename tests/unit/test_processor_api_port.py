@@ -4,6 +4,8 @@ and mutable ``Headers`` with ``RecordHeader`` (expected records: what Kafka 4.3.
 for the same topologies, tests/conformance scenarios ``process.metadata``, ``processValues``,
 ``process.headers``)."""
 
+import pickle
+
 import pytest
 
 from kspark import (ContextualFixedKeyProcessor, ContextualProcessor, FixedKeyRecord, Record, Serdes, Stores,
@@ -33,6 +35,9 @@ def test_record_metadata_has_kafkas_methods():
     out = run(lambda b: b.stream("in").process(Metadata).to("out"), [("a", "x", 5, ()), ("b", "y", 6, ())])
     assert out == [TestRecord("a", "in/0/0", 5), TestRecord("b", "in/0/1", 6)]
     assert RecordMetadata("t", 1, 2) == ("t", 1, 2)  # still unpacks as (topic, partition, offset)
+    # a Spark task's checkpoint pickles its cached records' metadata (restoring it failed the task)
+    restored = pickle.loads(pickle.dumps(RecordMetadata("t", 1, 2)))
+    assert type(restored) is RecordMetadata and (restored.topic(), restored.partition(), restored.offset()) == ("t", 1, 2)
 
 
 def test_process_values_with_a_contextual_fixed_key_processor():

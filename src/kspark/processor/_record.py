@@ -221,6 +221,9 @@ class RecordMetadata(tuple):
     def __new__(cls, topic: str, partition: int, offset: int) -> "RecordMetadata":
         return tuple.__new__(cls, (topic, partition, offset))
 
+    def __getnewargs__(self) -> tuple:  # pickle (a task's checkpoint holds cached records' metadata)
+        return tuple(self)
+
     def topic(self) -> str:
         return self[0]
 
