@@ -337,6 +337,15 @@ def test_auto_offset_reset(key):
             StreamsConfig({key: bad})
 
 
+def test_by_duration_reaches_the_spark_reader_in_ms():
+    """The reader takes ``by_duration:<ms>`` (Java's Duration.toMillis of the ISO-8601 value)."""
+    from kspark.config import resetPolicy
+
+    assert resetPolicy("by_duration:PT1H30M") == "by_duration:5400000"
+    assert resetPolicy("by_duration:P1DT0.25S") == "by_duration:86400250"
+    assert [resetPolicy(p) for p in ("earliest", "latest", "none")] == ["earliest", "latest", "none"]
+
+
 def test_other_kafka_validators():
     with invalid("bogus", "security.protocol",
                  "String must be one of (case insensitive): SASL_SSL, PLAINTEXT, SSL, SASL_PLAINTEXT"):
