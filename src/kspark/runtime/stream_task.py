@@ -422,6 +422,8 @@ class StreamTask:
             name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
         }
         for name, store in self.stores.items():
+            if hasattr(store, "_serdeTopic"):  # Kafka's MeteredKeyValueStore: serdes see ProcessorContextUtils.changelogFor
+                store._serdeTopic = f"{self.applicationId}-{name}-changelog"
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
             if hasattr(store, "expiredCounter"):  # a versioned store's puts past its grace period (Kafka's
