@@ -127,8 +127,6 @@ class UniqueTopicSerdeScope:
         return set(self.topicTypeRegistry)
 
 
-@pytest.mark.xfail(strict=True, reason="FINDINGS F19: the FK join's pseudo topics (-pk, -fk, -vh) reach "
-                   "serdes without the application id")
 def test_shouldUseExpectedTopicsWithSerde():
     """KTableKTableForeignKeyJoinScenarioTest.shouldUseExpectedTopicsWithSerde: the user's serdes
     are called for the subscription topic, its three pseudo-topics (``-pk``, ``-fk``, ``-vh``), the
