@@ -127,8 +127,6 @@ class UniqueTopicSerdeScope:
         return set(self.topicTypeRegistry)
 
 
-@pytest.mark.xfail(strict=True, reason="FINDINGS F19: stores and the FK join's pseudo topics call serdes "
-                   "with undecorated topic names")
 def test_shouldUseExpectedTopicsWithSerde():
     """KTableKTableForeignKeyJoinScenarioTest.shouldUseExpectedTopicsWithSerde: the user's serdes
     are called for the subscription topic, its three pseudo-topics (``-pk``, ``-fk``, ``-vh``), the

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from kspark import (Consumed, Grouped, Materialized, Produced, Repartitioned, Serdes, SessionWindows,
+from kspark import (Consumed, Grouped, Materialized, Produced, Repartitioned, Serde, Serdes, SessionWindows,
                     StreamsBuilder, StreamsException, TimeWindows)
 from kspark.errors import ProcessorStateException
 from kspark.testing import TopologyTestDriver
@@ -120,3 +120,32 @@ def test_repartition_result_keeps_the_streams_serdes_and_produced_overrides():
         d.createInputTopic("in2").pipeInput("k", 3, 1)
         assert d.createOutputTopic("out", *RAW).readKeyValuesToList() == [(b"k", long(3))]
         assert d.createOutputTopic("plain", *RAW).readKeyValuesToList() == [(b"k", struct.pack(">i", 3))]
+
+
+def test_store_serdes_see_the_changelog_topic_name():
+    """FINDINGS F19 (stores): Kafka's metered stores call their serdes with the changelog topic,
+    ``<application.id>-<store>-changelog`` (``ProcessorContextUtils.changelogFor``), so a serde that
+    names schema-registry subjects by topic sees the same names on both; kspark passed the bare
+    store name."""
+    seen = set()
+
+    class Recording(Serde):
+        def __init__(self, inner):
+            self.inner, self.name = inner, inner.name
+
+        def serialize(self, topic, data):
+            seen.add(topic)
+            return self.inner.serialize(topic, data)
+
+        def deserialize(self, topic, data):
+            return self.inner.deserialize(topic, data)
+
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .count(Materialized.as_("counts").withKeySerde(Recording(Serdes.String())).withValueSerde(Recording(Serdes.Long())))
+     .toStream().to("out", Produced.with_(Recording(Serdes.String()), Recording(Serdes.Long()))))
+    with TopologyTestDriver(b.build(), {"application.id": "app"}) as d:
+        d.createInputTopic("in").pipeKeyValueList([("a", "x"), ("b", "y")], 1, 1)
+        assert [(r.key(), r.value()) for r in d.createOutputTopic("out", Serdes.String(), Serdes.Long()).readRecordsToList()] == [
+            ("a", 1), ("b", 1)]
+    assert seen == {"app-counts-changelog", "out"}

@@ -204,16 +204,19 @@ class _Context(ProcessorContext):
         return self._task.metrics
 
 
-def _serde(serde, default, defaultKey=None, defaultValue=None):
+def _serde(serde, default, defaultKey=None, defaultValue=None, applicationId=None):
     """The node's serde, or the default one; a wrapping serde (a groupBy repartition topic's
     ``ChangedSerde``) gets the default as its inner serde if it has none (Kafka ``setIfUnset``);
     one whose inner serde is the other kind (a foreign-key join's subscription value wraps the
-    primary *key*) takes both defaults with ``withDefaults(defaultKey, defaultValue)``."""
+    primary *key*) takes both defaults with ``withDefaults(defaultKey, defaultValue)``, and the
+    application id for its pseudo topic (``withApplicationId``)."""
     if serde is None:
         return default
     withDefaults = getattr(serde, "withDefaults", None)
     if withDefaults is not None:
-        return withDefaults(defaultKey, defaultValue)
+        serde = withDefaults(defaultKey, defaultValue)
+        forApplication = getattr(serde, "withApplicationId", None)
+        return serde if forApplication is None or applicationId is None else forApplication(applicationId)
     withDefault = getattr(serde, "withDefault", None)
     return serde if withDefault is None else withDefault(default)
 
@@ -422,6 +425,11 @@ class StreamTask:
             name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
         }
         for name, store in self.stores.items():
+            if hasattr(store, "_serdeTopic"):  # Kafka's MeteredKeyValueStore: serdes see ProcessorContextUtils.changelogFor
+                store._serdeTopic = f"{self.applicationId}-{name}-changelog"
+            forApplication = getattr(getattr(store, "_valueSerde", None), "withApplicationId", None)
+            if forApplication is not None:  # the FK subscription store's values: their pseudo topic
+                store._valueSerde = forApplication(self.applicationId)
             if hasattr(store, "droppedCounter"):  # session stores count puts dropped as expired (ST-7)
                 store.droppedCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired store segment")
             if hasattr(store, "expiredCounter"):  # a versioned store's puts past its grace period (Kafka's
@@ -458,8 +466,8 @@ class StreamTask:
                         continue
                     q = RecordQueue(
                         physical, partition,
-                        _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
-                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
+                        _serde(spec.keySerde, defaultKey, defaultKey, defaultValue, self.applicationId),
+                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue, self.applicationId),
                         spec.timestampExtractor or config.defaultTimestampExtractor(),
                         self.metrics, taskId, spec.name,
                     )
@@ -583,8 +591,8 @@ class StreamTask:
                                             context.sourceRawKey, context.sourceRawValue, headers))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
-        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey, defaultKey, defaultValue),
-                                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue),
+        writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey, defaultKey, defaultValue, self.applicationId),
+                                        _serde(spec.valueSerde, defaultValue, defaultKey, defaultValue, self.applicationId),
                                         spec.partitioner, numPartitions, self.produced, spec.topicExtractor,
                                         self.context,
                                         lambda: self.metrics.recordDropped(self.taskId, spec.name,

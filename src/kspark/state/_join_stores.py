@@ -203,17 +203,17 @@ class ListValueStore(KeyValueStore):
     def _freezeSide(self, value: LeftOrRightValue) -> tuple:
         left, right = value
         if left is not None and type(left) not in _IMMUTABLE:
-            left = _Frozen(self._valueSerdes[0].serialize(self._name, left))
+            left = _Frozen(self._valueSerdes[0].serialize(self._serdeTopic, left))
         if right is not None and type(right) not in _IMMUTABLE:
-            right = _Frozen(self._valueSerdes[1].serialize(self._name, right))
+            right = _Frozen(self._valueSerdes[1].serialize(self._serdeTopic, right))
         return left, right
 
     def _thawSide(self, stored: tuple) -> LeftOrRightValue:
         left, right = stored
         if type(left) is _Frozen:
-            left = self._valueSerdes[0].deserialize(self._name, left)
+            left = self._valueSerdes[0].deserialize(self._serdeTopic, left)
         if type(right) is _Frozen:
-            right = self._valueSerdes[1].deserialize(self._name, right)
+            right = self._valueSerdes[1].deserialize(self._serdeTopic, right)
         return LeftOrRightValue(left, right)
 
     def _append(self, kb: bytes, key, stored: tuple) -> None:

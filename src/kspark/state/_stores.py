@@ -101,6 +101,8 @@ class _StoreBase:
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
         self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
+        # the topic the serdes are called with: Kafka's changelog name, set by the task (changelogFor)
+        self._serdeTopic = name
         self._open = True
 
     def name(self) -> str:
@@ -124,7 +126,7 @@ class _StoreBase:
     def _keyBytes(self, key: Any) -> bytes:
         if key is None:
             raise TypeError(f"Null key is not allowed in store {self._name}")
-        return self._keySerde.serialize(self._name, key)
+        return self._keySerde.serialize(self._serdeTopic, key)
 
     def _freeze(self, value: Any) -> Any:
         """``value`` as stored: itself if immutable, else its serialized bytes (also inside a ``ValueAndTimestamp``)."""
@@ -135,16 +137,16 @@ class _StoreBase:
             inner = value[0]
             if type(inner) in _IMMUTABLE:
                 return value
-            return ValueAndTimestamp(_Frozen(self._valueSerde.serialize(self._name, inner)), value[1])
-        return _Frozen(self._valueSerde.serialize(self._name, value))
+            return ValueAndTimestamp(_Frozen(self._valueSerde.serialize(self._serdeTopic, inner)), value[1])
+        return _Frozen(self._valueSerde.serialize(self._serdeTopic, value))
 
     def _thaw(self, stored: Any) -> Any:
         """A new object for a stored value (the inverse of ``_freeze``)."""
         t = type(stored)
         if t is _Frozen:
-            return self._valueSerde.deserialize(self._name, stored)
+            return self._valueSerde.deserialize(self._serdeTopic, stored)
         if t is ValueAndTimestamp and type(stored[0]) is _Frozen:
-            return ValueAndTimestamp(self._valueSerde.deserialize(self._name, stored[0]), stored[1])
+            return ValueAndTimestamp(self._valueSerde.deserialize(self._serdeTopic, stored[0]), stored[1])
         return stored
 
 
@@ -301,7 +303,7 @@ class KeyValueStore(_StoreBase):
         """
         if prefix is None or prefixKeySerializer is None:
             raise TypeError("prefix and prefixKeySerializer cannot be null")
-        prefixBytes = bytes(prefixKeySerializer.serialize(self._name, prefix))
+        prefixBytes = bytes(prefixKeySerializer.serialize(self._serdeTopic, prefix))
         if (not self._persistent or self._cachingLayer) and not prefixBytes.rstrip(b"\xff"):
             raise IndexError(f"prefix {prefixBytes.hex() or '(empty)'} of store {self._name} cannot be incremented")
         return self._iterator(self._prefixKeys(prefixBytes))

@@ -35,6 +35,7 @@ class TimeOrderedKeyValueBuffer:
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde) -> None:
         self._name, self._keySerde, self._valueSerde = name, keySerde, valueSerde
+        self._serdeTopic = name  # Kafka's changelog name, set by the task
         self.entries: dict[Any, list] = {}
         self.sizeBytes = 0
         self._open = True
@@ -61,7 +62,7 @@ class TimeOrderedKeyValueBuffer:
         return len(self.entries)
 
     def _valueLen(self, value) -> int:
-        return 0 if value is None else len(self._valueSerde.serialize(self._name, value) or b"")
+        return 0 if value is None else len(self._valueSerde.serialize(self._serdeTopic, value) or b"")
 
     def put(self, bufferTime: int, key, change, timestamp: int, headers: tuple, metadata) -> None:
         """Buffer ``change`` for ``key`` (Kafka ``put`` / ``cleanPut``): a key already buffered
@@ -74,7 +75,7 @@ class TimeOrderedKeyValueBuffer:
         """
         previous = self.entries.get(key)
         if previous is None:
-            keyBytes = self._keySerde.serialize(self._name, key) or b""
+            keyBytes = self._keySerde.serialize(self._serdeTopic, key) or b""
             priorLen = self._valueLen(change.oldValue)
             oldLen = 0  # the prior value is the old value: counted once
         else:

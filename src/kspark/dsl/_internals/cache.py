@@ -184,7 +184,7 @@ class RecordCache:
                 if type(newValue) is _Frozen:
                     valueLen = len(newValue)
                 else:
-                    valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store.name(), newValue) or b"")
+                    valueLen = 8 if self._fixed8 else len(store._valueSerde.serialize(store._serdeTopic, newValue) or b"")
                 valueLen += 0 if self.schema == "session" else 8
         size = keyLen + valueLen + _NODE_OVERHEAD + (len(meta[0]) if meta is not None and meta[0] else 0)
         for hkey, hvalue in record._headers or ():

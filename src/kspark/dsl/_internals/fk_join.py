@@ -92,6 +92,12 @@ def _hashBytes(h: tuple[int, int]) -> bytes:
     return struct.pack(">qq", h[0], h[1])
 
 
+def pseudoTopic(context, topic: str) -> str:
+    """A foreign-key join's pseudo topic (``<subscription topic>-pk``/``-fk``/``-vh``) as its serdes
+    see it: with the application id, as Kafka's ``decoratePseudoTopic`` (FINDINGS F19)."""
+    return f"{context.applicationId()}-{topic}"
+
+
 class SubscriptionWrapperSerde(Serde):
     """Kafka ``SubscriptionWrapperSerde``:
     ``{1 bit hash is null}{7 bits version}{instruction}{16 bytes hash, if any}{primary key}{int32 partition}``
@@ -106,21 +112,28 @@ class SubscriptionWrapperSerde(Serde):
 
     name = "SubscriptionWrapper"
 
-    def __init__(self, primaryKeySerde: Serde | None, pseudoTopic: str) -> None:
-        self.primaryKeySerde, self.pseudoTopic = primaryKeySerde, pseudoTopic
+    def __init__(self, primaryKeySerde: Serde | None, pseudoTopic: str, applicationId: str | None = None) -> None:
+        self.primaryKeySerde, self.pseudoTopic, self.applicationId = primaryKeySerde, pseudoTopic, applicationId
+        self._topic = pseudoTopic if applicationId is None else f"{applicationId}-{pseudoTopic}"
 
     def withDefaults(self, defaultKey: Serde, defaultValue: Serde) -> "SubscriptionWrapperSerde":
-        return self if self.primaryKeySerde is not None else SubscriptionWrapperSerde(defaultKey, self.pseudoTopic)
+        return self if self.primaryKeySerde is not None else SubscriptionWrapperSerde(
+            defaultKey, self.pseudoTopic, self.applicationId)
+
+    def withApplicationId(self, applicationId: str) -> "SubscriptionWrapperSerde":
+        """This serde for a task of ``applicationId``: the pseudo topic is decorated as Kafka's
+        ``InternalTopologyBuilder.decoratePseudoTopic`` does at run time."""
+        return SubscriptionWrapperSerde(self.primaryKeySerde, self.pseudoTopic, applicationId)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, SubscriptionWrapperSerde) and other.primaryKeySerde == self.primaryKeySerde
-                and other.pseudoTopic == self.pseudoTopic)
+                and other._topic == self._topic)
 
     def __hash__(self) -> int:
-        return hash((SubscriptionWrapperSerde, self.primaryKeySerde, self.pseudoTopic))
+        return hash((SubscriptionWrapperSerde, self.primaryKeySerde, self._topic))
 
     def serialize(self, topic, data: SubscriptionWrapper) -> bytes:
-        pk = self.primaryKeySerde.serialize(self.pseudoTopic, data.primaryKey)
+        pk = self.primaryKeySerde.serialize(self._topic, data.primaryKey)
         version = data.version
         head = bytes([version if data.hash is not None else version | 0x80, int(data.instruction)])
         body = head + (b"" if data.hash is None else _hashBytes(data.hash)) + pk
@@ -137,7 +150,7 @@ class SubscriptionWrapperSerde(Serde):
         if not hashIsNull:
             h, pos = struct.unpack_from(">qq", data, 2), 18
         end = len(data) - 4 if version > 0 else len(data)
-        pk = self.primaryKeySerde.deserialize(self.pseudoTopic, data[pos:end])
+        pk = self.primaryKeySerde.deserialize(self._topic, data[pos:end])
         partition = struct.unpack_from(">i", data, end)[0] if version > 0 else None
         if version > 1:
             raise StreamsException(f"SubscriptionWrapper does not support version {version}")
@@ -191,8 +204,8 @@ class CombinedKeySchema:
 
     def init(self, context) -> "CombinedKeySchema":
         default = context.keySerde()
-        return CombinedKeySchema(self.foreignKeySerde or default, self.fkTopic, self.primaryKeySerde or default,
-                                 self.pkTopic)
+        return CombinedKeySchema(self.foreignKeySerde or default, pseudoTopic(context, self.fkTopic),
+                                 self.primaryKeySerde or default, pseudoTopic(context, self.pkTopic))
 
     def prefixBytes(self, foreignKey) -> bytes:
         fk = self.foreignKeySerde.serialize(self.fkTopic, foreignKey)
@@ -262,6 +275,7 @@ class SubscriptionSendProcessor(ContextualProcessor):
         super().init(context)
         self.fkSerde = self.s.foreignKeySerde or context.keySerde()
         self.valueSerde = self.s.valueSerde or context.valueSerde()
+        self.fkTopic, self.vhTopic = pseudoTopic(context, self.s.fkTopic), pseudoTopic(context, self.s.vhTopic)
 
     def process(self, record: Record) -> None:
         s, change = self.s, record.value()
@@ -269,7 +283,7 @@ class SubscriptionSendProcessor(ContextualProcessor):
             _droppedOutOfOrder(self.context())
             return
         key, oldValue, newValue = record.key(), change.oldValue, change.newValue
-        h = None if newValue is None else murmur3Hash128(self.valueSerde.serialize(s.vhTopic, newValue))
+        h = None if newValue is None else murmur3Hash128(self.valueSerde.serialize(self.vhTopic, newValue))
         oldFk = None if oldValue is None else s.extractor(key, oldValue)
         if s.leftJoin:
             if oldValue is None and newValue is None:
@@ -296,7 +310,7 @@ class SubscriptionSendProcessor(ContextualProcessor):
             self._send(record, oldFk, h, Instruction.DELETE_KEY_AND_PROPAGATE)
 
     def _changed(self, newFk, oldFk) -> bool:
-        serialize, topic = self.fkSerde.serialize, self.s.fkTopic
+        serialize, topic = self.fkSerde.serialize, self.fkTopic
         return serialize(topic, newFk) != serialize(topic, oldFk)
 
     def _send(self, record: Record, foreignKey, h, instruction: Instruction) -> None:
@@ -444,13 +458,14 @@ class ResponseJoinProcessor(ContextualProcessor):
         super().init(context)
         self.getter.init(context)
         self.valueSerde = self.s.valueSerde or context.valueSerde()
+        self.vhTopic = pseudoTopic(context, self.s.vhTopic)
 
     def process(self, record: Record) -> None:
         response = record.value()
         if response.version != 0:
             raise StreamsException("SubscriptionResponseWrapper is of an incompatible version.")
         current = self.getter.get(record.key())
-        currentHash = None if current is None else murmur3Hash128(self.valueSerde.serialize(self.s.vhTopic, current.value))
+        currentHash = None if current is None else murmur3Hash128(self.valueSerde.serialize(self.vhTopic, current.value))
         if response.originalValueHash != currentHash:
             log.debug("Dropping FK-join response due to hash mismatch. Expected %s. Actual %s",
                       response.originalValueHash, currentHash)
