@@ -52,20 +52,11 @@ def test_flagship_job_on_kafka_gives_the_drivers_signals(spark, kafkaBroker, tmp
     topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
     vs.loadTopics(topics, prices, valuations)
 
-    events = [(ts, "companies", k, v) for k, v, ts in vs.companyRecords(valuations)]
-    events += [(vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
-    events += [(ts, "valuations", k, v) for k, v, ts in map(vs.valuationRecord, valuations)]
-    events.sort(key=lambda e: e[0])
-    with TopologyTestDriver(vs.buildTopology()) as d:
-        inputs = {t: d.createInputTopic(t) for t in ("prices", "valuations", "companies")}
-        for ts, topic, key, value in events:
-            inputs[topic].pipeInput(key, value, ts)
-        expected = sorted((r.key(), r.timestamp(), tuple(sorted(r.value().items())))
-                          for r in d.createOutputTopic("signals").readRecordsToList())
+    expected = vs.driverSignals(prices, valuations)
 
     run(vs.buildTopology(), kafkaProps(kafkaBroker, tmp_path, "flagship-kafka", **{"kspark.max.records.per.trigger": 2_000}),
         spark)
-    got = sorted((s["code"], s.pop("timestamp"), tuple(sorted(s.items()))) for s in vs.readSignals(topics))
+    got = vs.readSignals(topics)
     assert len(expected) > 50
     assert got == expected
     # Kafka Streams' repartition topic name, created by kspark with the input's partition count
