@@ -123,7 +123,7 @@ def test_repartition_result_keeps_the_streams_serdes_and_produced_overrides():
 
 
 def test_store_serdes_see_the_changelog_topic_name():
-    """FINDINGS F19 (stores): Kafka's metered stores call their serdes with the changelog topic,
+    """FINDINGS F19 (stores), rule E-4: Kafka's metered stores call their serdes with the changelog topic,
     ``<application.id>-<store>-changelog`` (``ProcessorContextUtils.changelogFor``), so a serde that
     names schema-registry subjects by topic sees the same names on both; kspark passed the bare
     store name."""
