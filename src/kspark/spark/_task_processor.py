@@ -190,8 +190,12 @@ def _outputFrame(produced: list, metrics: dict, positions: dict[str, int], stage
         # (topic, partition) pairs coded in numpy: topic index * (max partition + 1) + partition
         width = int(partitionCodes.max()) + 1
         codes = topicCodes * width + partitionCodes
-        distinct, first = np.unique(codes, return_index=True)
-        for code in distinct[np.argsort(first, kind="stable")].tolist():  # order of first appearance
+        # the distinct codes in order of first appearance: few and small, so counted rather than
+        # sorted (np.unique sorted every record's code: a tenth of a P1 task's time)
+        distinct = np.flatnonzero(np.bincount(codes))
+        if len(distinct) > 1:
+            distinct = distinct[np.argsort([int(np.argmax(codes == c)) for c in distinct.tolist()], kind="stable")]
+        for code in distinct.tolist():
             part = table if len(distinct) == 1 else table.take(pa.array(np.flatnonzero(codes == code)))
             topic, partition = topicNames[code // width], code % width
             if stage is not None:
