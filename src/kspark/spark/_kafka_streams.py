@@ -34,7 +34,9 @@ class KafkaStreams:
     ``TopologyTestDriver`` processes them in Kafka's order; its stores, stream time and
     not-yet-processed records live in Spark's checkpointed state (RocksDB provider) under
     ``state.dir/<application.id>/``; the sink appends the produced records to the output
-    topics exactly once per micro-batch.
+    topics exactly once per micro-batch (on local topics, each task stages its records as
+    segment files itself and the sink's commit appends them; on Kafka, the sink's tasks produce
+    them in one transaction per task and batch).
 
     ``state.dir`` may be a path or a Hadoop filesystem URI (``file:``, ``hdfs://``,
     ``s3a://``...): kspark reads and writes it through Spark's filesystem API on the driver
