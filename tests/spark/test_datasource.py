@@ -19,10 +19,12 @@ from kspark.spark._datasource import (
     TopicsDataSource,
     TopicsStreamReader,
     LocalTopicsStreamWriter,
+    StagedSegment,
     TopicPartitionRange,
     chunkTable,
     decodeChunk,
     registerDataSource,
+    stageSegment,
 )
 from kspark.topics import LocalTopics, UnknownTopicOrPartitionException
 
@@ -133,6 +135,115 @@ def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
     assert topics.endOffsets("out") == {0: 4, 1: 6, 2: 4}
     assert manifestIds(root, "out", 1) == [(producer, 0, 0, 0, 3), (producer, 1, 0, 3, 1), (producer, 2, 0, 4, 2)]
     assert os.listdir(topics.stagingDir("p1")) == []
+
+
+def copyStagedByTask(spark, root, checkpoint):
+    """``copyInToOut``'s copy (without metrics), but each Spark task stages its records itself
+    with ``stageSegment`` (as the KafkaStreams host's tasks do on local topics) and hands the
+    sink only ``staged`` rows. Returns the query id."""
+    import pyarrow.compute as pc
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(SINK_CHUNK_SCHEMA)
+
+    def stage(batches):
+        topics = LocalTopics(root)
+        for batch in batches:
+            data = pa.Table.from_batches([batch])
+            data = data.filter(pc.greater_equal(data.column("offset"), 0))
+            for p in sorted(set(data.column("partition").to_pylist())):
+                part = data.filter(pc.equal(data.column("partition"), p)).select(["timestamp", "key", "value", "headers"])
+                segment = stageSegment(topics, "p1", "out", p, part)
+                yield pa.RecordBatch.from_pylist([{"topic": "out", "partition": p, "records": None, "metrics": None,
+                                                   "positions": None, "staged": segment.encoded()}], schema=schema)
+
+    query = (
+        spark.readStream.format("kspark-topics").option("root", root).option("topics", "in")
+        .option("maxRecordsPerTrigger", "8").load()
+        .mapInArrow(stage, SINK_CHUNK_SCHEMA)
+        .writeStream.format("kspark-topics").option("layout", "chunks").option("root", root).option("producer", "p1")
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    return str(query.id)
+
+
+def test_segments_staged_by_the_tasks_are_committed_exactly_once(session, tmp_path):
+    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 3)
+    topics.createTopic("out", 3)
+    topics.append("in", 0, rows(0, 0, 2))
+    topics.append("in", 0, rows(0, 2, 2))
+    topics.append("in", 1, rows(1, 0, 4))
+    topics.append("in", 2, rows(2, 0, 4))
+
+    queryId = copyStagedByTask(session, root, checkpoint)
+
+    # the records copyInToOut copies, in the same order, appended by the sink's commit
+    for p in range(3):
+        assert topics.read("out", p, 0, 100).drop_columns("offset").to_pydict() == rows(p, 0, 4).to_pydict()
+    producer = f"p1/{queryId}"
+    assert manifestIds(root, "out", 2) == [(producer, 0, 0, 0, 2), (producer, 1, 0, 2, 2)]
+    # a crash after the sink committed batch 1 but before Spark recorded it: the replay stages
+    # the records again and appends nothing
+    for name in ("1", ".1.crc"):
+        os.remove(os.path.join(checkpoint, "commits", name))
+    copyStagedByTask(session, root, checkpoint)
+    assert topics.endOffsets("out") == {0: 4, 1: 4, 2: 4}
+    assert manifestIds(root, "out", 2) == [(producer, 0, 0, 0, 2), (producer, 1, 0, 2, 2)]
+    assert os.listdir(topics.stagingDir("p1")) == []
+
+
+def test_sink_takes_only_file_names_of_its_own_staging_directory_and_keeps_the_order(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("out", 1)
+    segment = stageSegment(topics, "p1", "out", 0, rows(0, 0, 3))
+    assert segment.rows == 3 and os.listdir(topics.stagingDir("p1")) == [segment.file]
+    assert StagedSegment.decode(segment.encoded(), "out", 0) == segment
+    for bad in ("../../out/0/x.arrow", "/etc/passwd", "..", ""):
+        with pytest.raises(ValueError, match="not a file of the staging directory"):
+            StagedSegment.decode(json.dumps({"file": bad, "rows": 1, "checksums": []}), "out", 0)
+    with pytest.raises(ValueError, match="Bad staged-segment description for out-0"):
+        StagedSegment.decode("{}", "out", 0)
+    with pytest.raises(UnknownTopicOrPartitionException, match="out-1"):
+        stageSegment(topics, "p1", "out", 1, rows(0, 0, 1))
+
+
+def test_task_output_staged_or_sent_as_chunks_is_the_same_records():
+    """Both output paths of a KafkaStreams task (_outputFrame) on the same produced records:
+    chunks for the sink to write, or each topic-partition's records handed to ``stage``."""
+    import numpy as np
+
+    from kspark.runtime.stream_task import ProducedColumns, ProducedRecord
+    from kspark.spark._task_processor import _outputFrame
+
+    produced = [
+        ProducedRecord("a", 1, 10, b"k1", b"v1", ()),
+        ProducedRecord("b", 0, 11, None, b"v2", (("h", b"x"),)),
+        ProducedColumns("a", np.array([0, 1, 1]), np.array([12, 13, 14]), pa.array([b"k3", b"k4", None], pa.binary()),
+                        pa.array([b"v3", None, b"v5"], pa.binary()), None),
+        ProducedRecord("a", 1, 15, b"k6", b"v6", ()),
+    ]
+    chunked = _outputFrame(produced, {"m": 1}, {"in/0": 7})
+    staged = {}
+
+    def stage(topic, partition, table):
+        staged[(topic, partition)] = table
+        return f"{topic}-{partition}"
+
+    direct = _outputFrame(produced, {"m": 1}, {"in/0": 7}, stage)
+    fromChunks = {}
+    for topic, partition, blob in zip(chunked["topic"], chunked["partition"], chunked["records"]):
+        if isinstance(topic, str):  # not the metrics row
+            fromChunks.setdefault((topic, int(partition)), []).extend(decodeChunk(blob).to_pylist())
+    assert {k: t.to_pylist() for k, t in staged.items()} == fromChunks
+    assert [r["key"] for r in fromChunks[("a", 1)]] == [b"k1", b"k4", None, b"k6"]  # produced order
+    assert [s if isinstance(s, str) else None for s in direct["staged"]] == ["a-1", "b-0", "a-0", None]
+    assert direct["records"].isna().all()
+    assert direct.iloc[-1]["metrics"] == chunked.iloc[-1]["metrics"] == json.dumps({"m": 1})
 
 
 def test_new_checkpoint_on_the_same_topics_appends_everything(session, tmp_path):

@@ -68,7 +68,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ..topics import RECORD_SCHEMA, LocalTopics, OffsetOutOfRangeException, Topics, UnknownTopicOrPartitionException
-from ..topics._local import SEGMENT_BATCH_ROWS, segmentChecksums
+from ..topics._local import SEGMENT_BATCH_ROWS, _fsyncFile, segmentChecksums
 
 log = logging.getLogger("kspark.spark")
 
@@ -79,6 +79,7 @@ __all__ = [
     "SINK_SCHEMA",
     "SOURCE_CHUNK_SCHEMA",
     "SOURCE_SCHEMA",
+    "StagedSegment",
     "KafkaCommitMessage",
     "KafkaTopicsStreamWriter",
     "LocalTopicsCommitMessage",
@@ -91,6 +92,7 @@ __all__ = [
     "encodeChunk",
     "openTopicsFromOptions",
     "registerDataSource",
+    "stageSegment",
     "topicsOptions",
 ]
 
@@ -143,12 +145,18 @@ SINK_CHUNK_SCHEMA = StructType(
         StructField("records", BinaryType()),
         StructField("metrics", StringType()),
         StructField("positions", StringType()),
+        StructField("staged", StringType()),
     ]
 )
 """Rows the sink accepts with ``layout=chunks``: ``records`` (Arrow IPC stream of
 ``RECORD_SCHEMA`` rows) are appended to ``topic``-``partition``; null ``topic``: a metrics row,
 whose ``positions`` (optional column) is a JSON object ``{"<topic>/<partition>": next offset}``
-of the task's input positions (committed with the records by the Kafka sink)."""
+of the task's input positions (committed with the records by the Kafka sink). ``staged``
+(optional column, local topics only): the records of ``topic``-``partition`` were already
+written by the same Spark task as a segment in the producer's staging directory
+(:func:`stageSegment`); the row carries that segment's JSON description instead of ``records``."""
+
+_OPTIONAL_SINK_COLUMNS = ("positions", "staged")
 
 CHUNK_MAX_ROWS = 65536
 """Most records in one chunk row (``layout=chunks``)."""
@@ -649,11 +657,22 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
         stagingDir = topics.stagingDir(self._producer)
         staged: dict[tuple[str, int], tuple[str, pa.ipc.RecordBatchFileWriter]] = {}
         rows: dict[tuple[str, int], int] = {}
+        files: list = []  # (topic, partition, path, rows, checksums), or a key of staged: its file, once closed
         try:
             for batch in iterator:
                 for topic, partition, part in _recordParts(batch, self._chunks, {}):
                     key = (topic, partition)
+                    if isinstance(part, StagedSegment):  # written by the task itself (stageSegment)
+                        if key in staged:
+                            raise ValueError(f"The sink got both records and staged segments for {topic}-{partition} "
+                                             "in one task; their order would be lost")
+                        files.append((topic, partition, part.pathIn(stagingDir), part.rows, part.checksums))
+                        continue
                     if key not in staged:
+                        if any(type(f) is tuple and f[:2] == key for f in files):
+                            raise ValueError(f"The sink got both staged segments and records for {topic}-{partition} "
+                                             "in one task; their order would be lost")
+                        files.append(key)
                         if not 0 <= partition < (topics.partitionsFor(topic) or 0):
                             raise UnknownTopicOrPartitionException(
                                 f"This server does not host this topic-partition: {topic}-{partition}")
@@ -671,15 +690,10 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
                 writer.close()
                 os.remove(path)
             raise
-        files = []
         for (topic, partition), (path, writer) in staged.items():
             writer.close()
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            files.append((topic, partition, path, rows[(topic, partition)], segmentChecksums(path)))
+            _fsyncFile(path)
+            files[files.index((topic, partition))] = (topic, partition, path, rows[(topic, partition)], segmentChecksums(path))
         return LocalTopicsCommitMessage(files=files, sparkPartitionId=sparkPartitionId, checkpointId=checkpointId)
 
     def commit(self, messages: list[LocalTopicsCommitMessage | None], batchId: int) -> None:
@@ -728,10 +742,76 @@ def _stagedName(batchId: int, checkpointId: str) -> str:
     return f"{batchId:020d}.{checkpointId}.{uuid.uuid4().hex}.arrow"
 
 
+@dataclass(frozen=True)
+class StagedSegment:
+    """A segment a Spark task staged for the local-topics sink (a sink row's ``staged`` JSON).
+
+    ``file`` is the name inside the producer's staging directory (never a path: the sink
+    resolves it in its own staging directory), ``rows`` its record count, ``checksums`` its
+    record batches' CRC-32s (``segmentChecksums``)."""
+
+    file: str
+    rows: int
+    checksums: list
+
+    def encoded(self) -> str:
+        return json.dumps({"file": self.file, "rows": self.rows, "checksums": self.checksums})
+
+    @classmethod
+    def decode(cls, text: str, topic: str, partition: int) -> "StagedSegment":
+        try:
+            d = json.loads(text)
+            segment = cls(str(d["file"]), int(d["rows"]), [int(c) for c in d["checksums"]])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"Bad staged-segment description for {topic}-{partition}: {text!r}") from e
+        if os.path.basename(segment.file) != segment.file or segment.file in ("", ".", ".."):
+            raise ValueError(f"A staged segment for {topic}-{partition} names {segment.file!r}, not a file of the "
+                             "staging directory")
+        return segment
+
+    def pathIn(self, stagingDir: str) -> str:
+        path = os.path.join(stagingDir, self.file)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"The staged segment {path} is missing (deleted before its batch committed?)")
+        return path
+
+
+def stageSegment(topics: LocalTopics, producer: str, topic: str, partition: int, table: pa.Table) -> StagedSegment:
+    """Write ``table`` (``RECORD_SCHEMA``, records of ``topic``-``partition`` in order) as a
+    segment in ``producer``'s staging directory, named for the running Spark task's micro-batch
+    and query, synced, with its checksums: what :class:`LocalTopicsStreamWriter` does with the
+    records it receives, done by the task that produced them, so the records do not travel
+    through Spark to the sink (the sink row carries :meth:`StagedSegment.encoded`).
+
+    Raises
+    ------
+    UnknownTopicOrPartitionException
+        If ``topic`` has no partition ``partition``.
+    """
+    if not 0 <= partition < (topics.partitionsFor(topic) or 0):
+        raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {topic}-{partition}")
+    context = TaskContext.get()
+    batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
+    checkpointId = (context.getLocalProperty("sql.streaming.queryId") or "") if context else ""
+    name = _stagedName(batchId, checkpointId)
+    path = os.path.join(topics.stagingDir(producer), name)
+    try:
+        with pa.ipc.new_file(path, RECORD_SCHEMA) as writer:
+            writer.write_table(table.cast(RECORD_SCHEMA), max_chunksize=SEGMENT_BATCH_ROWS)
+        _fsyncFile(path)
+        return StagedSegment(name, table.num_rows, segmentChecksums(path))
+    except BaseException:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        raise
+
+
 def _checkSinkSchema(schema: StructType, expected: StructType) -> None:
     types = {f.name: f.dataType for f in schema.fields}
     wrong = [f"{f.name} {f.dataType.simpleString()}" for f in expected.fields
-             if f.name != "positions" and types.get(f.name) != f.dataType]
+             if f.name not in _OPTIONAL_SINK_COLUMNS and types.get(f.name) != f.dataType]
     if wrong:
         raise ValueError(
             f"The kspark-topics sink needs the columns {expected.simpleString()}; "
@@ -753,30 +833,51 @@ def _distinctPairs(records: pa.Table) -> list[tuple[str, int]]:
 
 
 def _recordParts(batch: pa.RecordBatch, chunks: bool,
-                 positions: dict[tuple[str, int], int]) -> Iterator[tuple[str, int, pa.Table]]:
-    """The records of one sink batch as ``(topic, partition, records)`` in order; the input
-    positions of its metrics rows are added to ``positions``."""
+                 positions: dict[tuple[str, int], int]) -> Iterator[tuple[str, int, pa.Table | StagedSegment]]:
+    """The records of one sink batch as ``(topic, partition, records)`` in order (with
+    ``layout=chunks``, a ``StagedSegment`` in place of the records of a ``staged`` row); the
+    input positions of its metrics rows are added to ``positions``."""
     isMetric = pc.is_null(batch.column("topic"))
-    metricRows = batch.filter(isMetric)
+    if chunks:
+        # Chunk rows hold large binaries: read them row by row instead of filtering the batch
+        # (a filter copies every chunk's bytes).
+        topics = batch.column("topic").to_pylist()
+        partitionColumn = batch.column("partition")
+        if "positions" in batch.schema.names:
+            for text, isMetricRow in zip(batch.column("positions").to_pylist(), isMetric.to_pylist()):
+                if isMetricRow:
+                    _addPositions(positions, text)
+        stagedColumn = batch.column("staged") if "staged" in batch.schema.names else None
+        records = batch.column("records")
+        for i, topic in enumerate(topics):
+            if topic is None:
+                continue
+            partition = partitionColumn[i].as_py()
+            if partition is None:
+                raise ValueError("A kspark-topics sink row has a topic but a null partition")
+            staged = stagedColumn[i].as_py() if stagedColumn is not None else None
+            if staged is not None:
+                yield topic, partition, StagedSegment.decode(staged, topic, partition)
+            elif records[i].is_valid:
+                yield topic, partition, decodeChunk(records[i].as_buffer())
+        return
     if "positions" in batch.schema.names:
-        for text in metricRows.column("positions").to_pylist():
-            for key, offset in json.loads(text or "{}").items():
-                topic, partition = key.rsplit("/", 1)
-                positions[(topic, int(partition))] = offset
+        for text in batch.filter(isMetric).column("positions").to_pylist():
+            _addPositions(positions, text)
     records = pa.Table.from_batches([batch.filter(pc.invert(isMetric))])
     if records.num_rows == 0:
         return
     if records.column("partition").null_count:
         raise ValueError("A kspark-topics sink row has a topic but a null partition")
-    if chunks:
-        yield from ((t, p, decodeChunk(b)) for t, p, b in zip(records.column("topic").to_pylist(),
-                                                              records.column("partition").to_pylist(),
-                                                              records.column("records").to_pylist())
-                    if b is not None)
-    else:
-        yield from ((t, p, records.filter(pc.and_(pc.equal(records.column("topic"), t),
-                                                  pc.equal(records.column("partition"), p))))
-                    for t, p in _distinctPairs(records))
+    yield from ((t, p, records.filter(pc.and_(pc.equal(records.column("topic"), t),
+                                              pc.equal(records.column("partition"), p))))
+                for t, p in _distinctPairs(records))
+
+
+def _addPositions(positions: dict[tuple[str, int], int], text: str | None) -> None:
+    for key, offset in json.loads(text or "{}").items():
+        topic, partition = key.rsplit("/", 1)
+        positions[(topic, int(partition))] = offset
 
 
 @dataclass
@@ -834,6 +935,8 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         positions: dict[tuple[str, int], int] = {}
         # the positions arrive on the metrics rows, which may come after the records: collect first
         parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions)]
+        if any(isinstance(part, StagedSegment) for _, _, part in parts):
+            raise ValueError("The Kafka sink got staged segments, which only the local-topics sink can commit")
         sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
         written = sink.write(context.partitionId(), checkpointId, batchId,
                              [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)

@@ -34,7 +34,9 @@ class KafkaStreams:
     ``TopologyTestDriver`` processes them in Kafka's order; its stores, stream time and
     not-yet-processed records live in Spark's checkpointed state (RocksDB provider) under
     ``state.dir/<application.id>/``; the sink appends the produced records to the output
-    topics exactly once per micro-batch.
+    topics exactly once per micro-batch (on local topics, each task stages its records as
+    segment files itself and the sink's commit appends them; on Kafka, the sink's tasks produce
+    them in one transaction per task and batch).
 
     ``state.dir`` may be a path or a Hadoop filesystem URI (``file:``, ``hdfs://``,
     ``s3a://``...): kspark reads and writes it through Spark's filesystem API on the driver
@@ -523,6 +525,11 @@ class KafkaStreams:
                                 .otherwise(F.col("topic"))))
         else:
             rows = rows.withColumn("task", taskKey)
+        name = f"{self._appId}-subtopology-{sub.id}"
+        if not self._config.usesKafka():
+            # local topics: each task stages its output segments itself and the sink commits them
+            # (exactly once, as for records it stages; see _task_processor._outputFrame)
+            plan = {**plan, "staging": {"root": backend["root"], "producer": name}}
         out = (
             rows
             .withColumn("task", F.col("task").cast("int"))
@@ -532,7 +539,6 @@ class KafkaStreams:
         # the tasks' counters (one metrics row per task and batch) reach the driver with the
         # batch's progress event (the listener adds them to state.dir/metrics)
         out = out.observe(OBSERVED_METRICS, F.collect_list("metrics").alias("metrics"))
-        name = f"{self._appId}-subtopology-{sub.id}"
         writer = out.writeStream.format("kspark-topics").option("layout", "chunks").options(**backend)
         if self._config.usesKafka():
             writer = (writer.option("guarantee", self._config.processingGuarantee()).option("groupId", self._appId)

@@ -210,10 +210,10 @@ class ListValueStore(KeyValueStore):
 
     def _thawSide(self, stored: tuple) -> LeftOrRightValue:
         left, right = stored
-        if type(left) is _Frozen:
-            left = self._valueSerdes[0].deserialize(self._serdeTopic, left)
+        if type(left) is _Frozen:  # plain bytes to the serde, as in _StoreBase._thaw
+            left = self._valueSerdes[0].deserialize(self._serdeTopic, bytes(left))
         if type(right) is _Frozen:
-            right = self._valueSerdes[1].deserialize(self._serdeTopic, right)
+            right = self._valueSerdes[1].deserialize(self._serdeTopic, bytes(right))
         return LeftOrRightValue(left, right)
 
     def _append(self, kb: bytes, key, stored: tuple) -> None:

@@ -142,11 +142,13 @@ class _StoreBase:
 
     def _thaw(self, stored: Any) -> Any:
         """A new object for a stored value (the inverse of ``_freeze``)."""
+        # serdes get plain bytes, as they do from a topic: some accept no bytes subclass (orjson,
+        # which the JSON serde uses, refuses one, so every read took its slower fallback)
         t = type(stored)
         if t is _Frozen:
-            return self._valueSerde.deserialize(self._serdeTopic, stored)
+            return self._valueSerde.deserialize(self._serdeTopic, bytes(stored))
         if t is ValueAndTimestamp and type(stored[0]) is _Frozen:
-            return ValueAndTimestamp(self._valueSerde.deserialize(self._serdeTopic, stored[0]), stored[1])
+            return ValueAndTimestamp(self._valueSerde.deserialize(self._serdeTopic, bytes(stored[0])), stored[1])
         return stored
 
 
