@@ -38,7 +38,7 @@ Benchmarks (comparison systems run in the same process, on the same input):
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
-200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p4),
+200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4),
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
@@ -593,20 +593,26 @@ def p1Native(df, work: Path, spark, cores: int) -> dict:
     return _report(f"P1-native Spark groupBy(session_window).count() append, local[{cores}]", measured(run), cores)
 
 
-def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int) -> dict:
+def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int, broker=None) -> dict:
+    """P2: the flagship example on Spark over local topics, or over Kafka topics of ``broker``
+    (exactly_once_v2, as P4)."""
     import valuation_signals as vs
 
     from kspark import KafkaStreams
-    from kspark.topics import LocalTopics
+    from kspark.topics import LocalTopics, openTopics
 
-    work = work / "p2"
-    topics = LocalTopics(work / "topics")
+    work = work / ("p2-kafka" if broker is not None else "p2")
+    config = {"application.id": "bench-p2", "state.dir": str(work / "state"), "kspark.max.records.per.trigger": BATCH_RECORDS}
+    if broker is not None:
+        config.update({"bootstrap.servers": broker.bootstrapServers, "processing.guarantee": "exactly_once_v2"})
+        topics = openTopics(config)
+    else:
+        config["kspark.topics.dir"] = str(work / "topics")
+        topics = LocalTopics(work / "topics")
     vs.loadTopics(topics, prices, valuations)
 
     def run():
-        streams = KafkaStreams(vs.buildTopology(), {
-            "application.id": "bench-p2", "kspark.topics.dir": str(work / "topics"), "state.dir": str(work / "state"),
-            "kspark.max.records.per.trigger": BATCH_RECORDS}, spark=spark)
+        streams = KafkaStreams(vs.buildTopology(), config, spark=spark)
         streams.start()
         streams.awaitTermination()
         streams.close()
@@ -617,7 +623,11 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
             "signals_emitted": sum(topics.endOffsets("signals").values()), "max_records_per_batch": BATCH_RECORDS,
             "note": "two queries (valuations repartition, then join + dedup); JSON serde, ISO timestamp extractor"}
 
-    return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]", measured(run), cores)
+    m = measured(run)
+    if broker is not None:  # Kafka's end offsets include transaction markers: count the records
+        m[4]["signals_emitted"] = sum(topics.read("signals", p, 0, end).num_rows for p, end in topics.endOffsets("signals").items())
+    on = " over Kafka topics (local broker, exactly_once_v2)" if broker else ""
+    return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]{on}", m, cores)
 
 
 def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: float) -> list[dict]:
@@ -849,7 +859,7 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-records", type=int, default=300_000, help="P2 price records (valuations added)")
     parser.add_argument("--p3-records", type=int, default=200_000, help="P3 and Bytewax input records")
     parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
-    parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2,p4",
+    parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2,p2-kafka,p4",
                         help="comma-separated subset")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
     parser.add_argument("--p4-trigger", default="100 milliseconds",
@@ -893,7 +903,7 @@ def main(argv=None) -> int:
             cogroupBench(events)
             fkJoinBench(events)
             versionedJoinBench(events)
-    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p4"} or args.scaling or args.cores
+    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p2-kafka", "p4"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)
         if only & {"p1", "p1-native", "p1-kafka"}:
@@ -913,9 +923,15 @@ def main(argv=None) -> int:
             with KafkaBroker(args.work / "kafka-p4", heapMb=1024) as broker:
                 p4(inputs.nasaRequests(args.p4_records), args.work, spark, broker, args.p4_trigger,
                    args.p4_live_rate, args.p4_live_seconds)
-        if "p2" in only:
+        if only & {"p2", "p2-kafka"}:
             prices, valuations = inputs.krxInputs(args.p2_records)
-            p2(prices, valuations, args.work, spark, 2)
+            if "p2" in only:
+                p2(prices, valuations, args.work, spark, 2)
+            if "p2-kafka" in only:  # the same input and example, topics on a Kafka broker (make jvm)
+                from kspark.testing import KafkaBroker
+
+                with KafkaBroker(args.work / "kafka-p2") as broker:
+                    p2(prices, valuations, args.work, spark, 2, broker=broker)
         if args.scaling:
             for n in (1_000_000, 3_000_000, 10_000_000):
                 p1(inputs.nasaRequests(n), args.work, spark, 2, " (scaling)")

@@ -24,8 +24,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
-from ..topics import READ_SCHEMA, RECORD_SCHEMA
-from ..topics import LocalTopics
+from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
 from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk, stageSegment
 from ._quiet import followDriverLogLevel
 
