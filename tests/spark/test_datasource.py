@@ -100,8 +100,8 @@ def manifestIds(root, topic, partition):
         return [(e["producer"], e["sequence"], e["index"], e["start"], e["count"]) for e in map(json.loads, f)]
 
 
-def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
-    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
+def threePartitionInput(root):
+    """Topics ``in`` (3 partitions, 4 records each; partition 0 in two segments) and an empty ``out``."""
     topics = LocalTopics(root)
     topics.createTopic("in", 3)
     topics.createTopic("out", 3)
@@ -109,6 +109,12 @@ def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
     topics.append("in", 0, rows(0, 2, 2))  # partition 0 spans two segments
     topics.append("in", 1, rows(1, 0, 4))
     topics.append("in", 2, rows(2, 0, 4))
+    return topics
+
+
+def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
+    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
+    topics = threePartitionInput(root)
 
     metrics, queryId = copyInToOut(session, root, checkpoint)
 
@@ -172,13 +178,7 @@ def copyStagedByTask(spark, root, checkpoint):
 
 def test_segments_staged_by_the_tasks_are_committed_exactly_once(session, tmp_path):
     root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
-    topics = LocalTopics(root)
-    topics.createTopic("in", 3)
-    topics.createTopic("out", 3)
-    topics.append("in", 0, rows(0, 0, 2))
-    topics.append("in", 0, rows(0, 2, 2))
-    topics.append("in", 1, rows(1, 0, 4))
-    topics.append("in", 2, rows(2, 0, 4))
+    topics = threePartitionInput(root)
 
     queryId = copyStagedByTask(session, root, checkpoint)
 

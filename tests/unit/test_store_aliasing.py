@@ -50,8 +50,8 @@ def test_processor_api_store_keeps_what_was_put():
 
 
 def test_serdes_read_stored_values_from_plain_bytes(monkeypatch):
-    """A stored value reaches its serde as ``bytes``, as a record from a topic does (Kafka: a
-    ``byte[]``). Before, it came as the store's bytes subclass, which orjson refuses: every
+    """A stored value reaches its serde as ``bytes``, as a record from a topic does (rule E-2:
+    Kafka's stores hold serialized bytes, and its deserializers get a ``byte[]``). Before, it came as the store's bytes subclass, which orjson refuses: every
     read of a JSON value raised inside the JSON serde and took ``json.loads`` (≈ 2.4× the
     example's per-price task time in P2)."""
     import kspark.serialization as serialization
