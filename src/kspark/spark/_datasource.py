@@ -198,10 +198,16 @@ def _layout(options) -> str:
     return layout
 
 
+# Chunks are zstd-compressed Arrow: a chunk crosses Python -> JVM -> shuffle -> sort -> Python,
+# and at a fifth of the size the JVM hands a task its input in a tenth of the time (P1 on chunks).
+_CHUNK_WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+
+
 def encodeChunk(table: pa.Table) -> bytes:
-    """``table`` (``RECORD_SCHEMA`` columns) as the bytes of an Arrow IPC stream (a chunk's ``records``)."""
+    """``table`` (``RECORD_SCHEMA`` or ``READ_SCHEMA`` columns) as the bytes of a zstd-compressed
+    Arrow IPC stream (a chunk's ``records``)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_CHUNK_WRITE_OPTIONS) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
