@@ -245,6 +245,8 @@ def readReference(topics: LocalTopics, topic: str, partition: int, start: int, e
         If the topic-partition does not exist.
     CorruptRecordException
         If a segment is missing, truncated or fails its checksum.
+    OffsetOutOfRangeException
+        If the log no longer holds every offset of the range (the topic was created again).
     """
     table = topics.read(topic, partition, start, end)
     if table.num_rows != end - start:  # a local log keeps every record: the range was planned from its end
