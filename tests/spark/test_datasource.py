@@ -23,10 +23,11 @@ from kspark.spark._datasource import (
     TopicPartitionRange,
     chunkTable,
     decodeChunk,
+    readReference,
     registerDataSource,
     stageSegment,
 )
-from kspark.topics import LocalTopics, UnknownTopicOrPartitionException
+from kspark.topics import LocalTopics, OffsetOutOfRangeException, UnknownTopicOrPartitionException
 
 pytestmark = pytest.mark.spark
 
@@ -393,6 +394,39 @@ def test_reader_with_chunk_layout_yields_the_same_records_as_arrow_chunks_then_t
     }
     empty = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 5, 5, 0))))
     assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0, "end": 5}]
+
+
+def test_reader_with_refs_layout_yields_a_reference_to_the_range_which_reads_the_chunks_records(tmp_path):
+    """Local topics, layout=refs: a non-empty range is one reference row (null records), then the
+    marker; readReference gives the records the chunk layout would have carried."""
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 1)
+    topics.append("a", 0, rows(0, 0, 2))
+    topics.append("a", 0, rows(0, 2, 3))  # the range spans two segments
+    assert TopicsDataSource({"layout": "refs"}).schema() == SOURCE_CHUNK_SCHEMA
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "refs"})
+    table = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 1, 4, 1))))
+    assert table.schema.equals(to_arrow_schema(SOURCE_CHUNK_SCHEMA, timezone="UTC"))
+    assert table.to_pylist() == [
+        {"topic": "a", "partition": 0, "offset": 1, "records": None, "lag": None, "end": 4},
+        {"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 1, "end": 4},
+    ]
+    chunks = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "chunks"})
+    chunk = pa.Table.from_batches(list(chunks.read(TopicPartitionRange("a", 0, 1, 4, 1)))).column("records")[0].as_py()
+    assert readReference(topics, "a", 0, 1, 4).equals(decodeChunk(chunk))
+    assert readReference(topics, "a", 0, 1, 4).column("key").to_pylist() == [b"k0-1", b"k0-2", b"k0-3"]
+    empty = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 5, 5, 0))))
+    assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0, "end": 5}]
+    # a range no longer all in the log (the topic was created again meanwhile): an error, not fewer records
+    with pytest.raises(OffsetOutOfRangeException, match=r"Offsets 3\.\.5 of a-0 are no longer all in its log"):
+        readReference(topics, "a", 0, 3, 6)
+
+
+def test_refs_layout_is_for_the_local_topics_source_only(tmp_path):
+    with pytest.raises(ValueError, match="refs reads local topics only"):
+        TopicsStreamReader({"backend": "kafka", "topics": "a", "layout": "refs"})
+    with pytest.raises(ValueError, match="refs is for the source only"):
+        LocalTopicsStreamWriter({"root": str(tmp_path), "producer": "p", "layout": "refs"}, SINK_CHUNK_SCHEMA)
 
 
 def test_chunks_are_bounded_by_rows_and_bytes_and_keep_the_order():

@@ -495,8 +495,10 @@ class KafkaStreams:
         sub: Subtopology = plan["subtopology"]
         backend = topicsOptions(self._topics)
         # layout=chunks: Spark moves a few rows of Arrow-encoded records per topic-partition and
-        # micro-batch, not one row per record (see _datasource)
-        reader = (spark.readStream.format("kspark-topics").option("layout", "chunks").options(**backend)
+        # micro-batch, not one row per record; layout=refs (local topics): one row per
+        # topic-partition naming its range, which the task reads from the log itself (see _datasource)
+        local = not self._config.usesKafka()
+        reader = (spark.readStream.format("kspark-topics").option("layout", "refs" if local else "chunks").options(**backend)
                   .option("topics", ",".join(plan["sources"]))
                   .option("autoOffsetReset", resetPolicy(self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")))
                   .option("offsetResetPolicies", json.dumps(plan["offsetResetPolicies"])))
@@ -526,10 +528,11 @@ class KafkaStreams:
         else:
             rows = rows.withColumn("task", taskKey)
         name = f"{self._appId}-subtopology-{sub.id}"
-        if not self._config.usesKafka():
-            # local topics: each task stages its output segments itself and the sink commits them
-            # (exactly once, as for records it stages; see _task_processor._outputFrame)
-            plan = {**plan, "staging": {"root": backend["root"], "producer": name}}
+        if local:
+            # local topics: each task reads its input ranges and stages its output segments itself,
+            # and the sink commits them (exactly once, as for records it stages; see
+            # _task_processor._outputFrame)
+            plan = {**plan, "inputRoot": backend["root"], "staging": {"root": backend["root"], "producer": name}}
         out = (
             rows
             .withColumn("task", F.col("task").cast("int"))

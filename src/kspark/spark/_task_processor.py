@@ -25,11 +25,12 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
-from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk, stageSegment
+from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk, readReference, stageSegment
 from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
-# lag, end); output rows go straight to the kspark-topics sink, as chunks, or, with local topics
+# lag, end), or with local topics (plan "inputRoot") references to ranges of the local logs that
+# the task reads itself (layout=refs); output rows go straight to the kspark-topics sink, as chunks, or, with local topics
 # (plan "staging"), as the segments this task staged itself (the records do not travel through
 # Spark: see _outputFrame).
 OUTPUT_SCHEMA = SINK_CHUNK_SCHEMA
@@ -82,6 +83,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
         inputRows = 0
+        inputTopics = LocalTopics(plan["inputRoot"]) if plan.get("inputRoot") else None
         positions: dict[str, int] = {}  # "<topic>/<partition>" -> the batch's end offset (stream topics)
         consumed: dict[str, int] = {}  # topic -> records read (Kafka's offsets also count transaction markers)
         for topic in pdf["topic"].unique().tolist():
@@ -89,10 +91,14 @@ class TaskStatefulProcessor(StatefulProcessor):
             isMarker = group["offset"] < 0
             markers = group[isMarker]
             chunks = group[~isMarker].sort_values("offset", kind="stable")
-            tables = [decodeChunk(b) for b in chunks["records"].tolist()]
+            name, _, globalPartition = topic.partition("@")
+            # a chunk row carries its records; a reference row (local topics, source layout=refs)
+            # the range of the local log this task reads itself
+            tables = [decodeChunk(b) if b is not None else readReference(inputTopics, name, p, o, int(e))
+                      for b, p, o, e in zip(chunks["records"].tolist(), chunks["partition"].tolist(),
+                                            chunks["offset"].tolist(), chunks["end"].tolist())]
             columns = _rawColumns(tables, task.queueOf[topic].extractsMetadataTimestamp())
             inputRows += len(columns)
-            name, _, globalPartition = topic.partition("@")
             if len(columns) and (not globalPartition or partition == 0):  # a global topic: counted by task 0 only
                 consumed[name] = consumed.get(name, 0) + len(columns)
             lag = int(markers["lag"].max()) if len(markers) else None
