@@ -93,3 +93,8 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     assert pumped(monkeypatch, inQuery) == ""  # logged in the query's context: Spark's MDC prefix
     broadcast = b"26/11/24 00:12:52 ERROR TorrentBroadcast: Store broadcast broadcast_11 fail, remove all pieces of the broadcast\n"
     assert pumped(monkeypatch, broadcast) == ""  # the stop interrupted the planning of a batch
+    revert = (b"26/11/24 08:08:43 WARN DiskBlockObjectWriter: Error deleting /tmp/blockmgr-492a03e3-0d46-4396-85e8-"
+              b"cf86db8d2e83/3e/temp_shuffle_0f1805b0-642d-4349-bcdd-614e9b18488f\n")
+    assert pumped(monkeypatch, revert) == ""  # a killed shuffle-map task reverting its partial output
+    other = b"26/11/24 08:08:43 WARN DiskBlockObjectWriter: Error deleting /data/blockmgr-1/3e/shuffle_0_1_0.data\n"
+    assert pumped(monkeypatch, other) == other.decode()  # only the temporary files of a killed task

@@ -50,10 +50,12 @@ is dropped with it (the TWS worker prints ``"...\\n"``)."""
 # "WARN TaskSetManager: [queryId = f6b1f] [batchId = 1] Lost task ..."
 STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
                             r"|WARN TaskSetManager: (\[[^]]*\] )*Lost task .*"
-                            r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast)$")
+                            r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast"
+                            r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+)$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
-killed ("Lost task ..."), a broadcast being stored for the batch's plan is given up, and the
-batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
+killed ("Lost task ..."; a killed shuffle-map task reverting its partial output warns of the
+temporary shuffle files it had not created yet), a broadcast being stored for the batch's plan
+is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
 the query's exception anyway."""
