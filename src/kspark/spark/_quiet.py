@@ -10,6 +10,8 @@ start-up noise.
   with the blank line after each (Spark copies its Python workers' stdout into the JVM's
   stderr), and Spark's ERROR lines about the micro-batch a stop interrupts
   (:func:`stoppingQueries`).
+- pyspark's accumulator server does not print the ``EOFError`` of the JVM hanging up its update
+  connection at exit (:func:`quietAccumulatorServer`).
 - Spark logs at WARN with kspark's ``log4j2.properties`` (Spark's defaults without the INFO
   lines and the banner) and a local master binds to 127.0.0.1 (no "your hostname resolves to a
   loopback address" warning).
@@ -33,7 +35,8 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["NOISE", "followDriverLogLevel", "isVerbose", "launchGateway", "silencePandasWarning", "stoppingQueries"]
+__all__ = ["NOISE", "followDriverLogLevel", "isVerbose", "launchGateway", "quietAccumulatorServer", "silencePandasWarning",
+           "stoppingQueries"]
 
 VERBOSE_CONFIG = "kspark.verbose"
 LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
@@ -96,6 +99,26 @@ def stoppingQueries():
 
 def _expectedWhileStopping(line: str) -> bool:
     return _stopped and STOPPING_NOISE.match(line.rstrip("\n")) is not None
+
+
+def quietAccumulatorServer(sc) -> None:
+    """Drop the traceback pyspark's accumulator server prints when the JVM closes its update
+    connection first: at exit, Python closes the JVM's stdin, the JVM stops and closes the
+    connection while the server's thread still polls it, and ``read_int`` raises ``EOFError``
+    ("Exception occurred during processing of request from ..."; ``SparkContext.stop()`` has the
+    same race, as it stops the JVM's context before the server). kspark sends no accumulator
+    updates of its own. Any other error of the server is printed as before."""
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is None or getattr(server, "_ksparkQuiet", False):
+        return
+    printError = server.handle_error
+
+    def handle_error(request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            printError(request, client_address)
+
+    server.handle_error = handle_error
+    server._ksparkQuiet = True
 
 
 def setVerbose(verbose: bool) -> None:

@@ -93,6 +93,8 @@ def getOrCreateSession(config: StreamsConfig):
         _quiet.launchGateway(dict(builder._options), master)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("INFO" if verbose else "WARN")
+    if not verbose:
+        _quiet.quietAccumulatorServer(session.sparkContext)
     return session
 
 
