@@ -300,6 +300,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
                 return done + scalar(None)
             n, stopped = vectorised(MAX_RUN)
             done += n
+            task.handOffProduced()
             if stopped and queue.head is not None:
                 done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
         return done
