@@ -254,8 +254,9 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             partitionCol = np.zeros(total, np.int64)
         else:
             partitionOf = np.zeros(len(distinct), np.int64)
-            for code in present.tolist():
-                partitionOf[code] = partitionForKey(distinct[code], partitions)
+            codes = present.tolist()
+            partitionOf[present] = np.fromiter(map(partitionForKey, [distinct[c] for c in codes], [partitions] * len(codes)),
+                                               np.int64, len(codes))
             partitionCol = partitionOf[outCode]
         # no headers: Kafka 4.3's KStreamSessionWindowAggregate forwards new Record(key, change, end)
         produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, None))
