@@ -165,7 +165,7 @@ whose ``positions`` (optional column) is a JSON object ``{"<topic>/<partition>":
 of the task's input positions (committed with the records by the Kafka sink). ``staged``
 (optional column, local topics only): the records of ``topic``-``partition`` were already
 written by the same Spark task as a segment in the producer's staging directory
-(:func:`stageSegment`); the row carries that segment's JSON description instead of ``records``."""
+(:class:`SegmentStager`); the row carries that segment's JSON description instead of ``records``."""
 
 _OPTIONAL_SINK_COLUMNS = ("positions", "staged")
 
