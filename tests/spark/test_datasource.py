@@ -19,6 +19,7 @@ from kspark.spark._datasource import (
     TopicsDataSource,
     TopicsStreamReader,
     LocalTopicsStreamWriter,
+    SegmentStager,
     StagedSegment,
     TopicPartitionRange,
     chunkTable,
@@ -213,13 +214,14 @@ def test_sink_takes_only_file_names_of_its_own_staging_directory_and_keeps_the_o
         stageSegment(topics, "p1", "out", 1, rows(0, 0, 1))
 
 
-def test_task_output_staged_or_sent_as_chunks_is_the_same_records():
+def test_task_output_staged_or_sent_as_chunks_is_the_same_records(tmp_path):
     """Both output paths of a KafkaStreams task (_outputFrame) on the same produced records:
-    chunks for the sink to write, or each topic-partition's records handed to ``stage``."""
+    chunks for the sink to write, or each topic-partition's records staged by a
+    ``SegmentStager``, part of them while the task runs (``_stage``) and the rest at the end."""
     import numpy as np
 
     from kspark.runtime.stream_task import ProducedColumns, ProducedRecord
-    from kspark.spark._task_processor import _outputFrame
+    from kspark.spark._task_processor import _outputFrame, _stage
 
     produced = [
         ProducedRecord("a", 1, 10, b"k1", b"v1", ()),
@@ -229,22 +231,42 @@ def test_task_output_staged_or_sent_as_chunks_is_the_same_records():
         ProducedRecord("a", 1, 15, b"k6", b"v6", ()),
     ]
     chunked = _outputFrame(produced, {"m": 1}, {"in/0": 7})
-    staged = {}
-
-    def stage(topic, partition, table):
-        staged[(topic, partition)] = table
-        return f"{topic}-{partition}"
-
-    direct = _outputFrame(produced, {"m": 1}, {"in/0": 7}, stage)
-    fromChunks = {}
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 2)
+    topics.createTopic("b", 1)
+    stager = SegmentStager(topics, "p1")
+    _stage(produced[:2], stager)
+    direct = _outputFrame(produced[2:], {"m": 1}, {"in/0": 7}, stager)
+    fromChunks, fromStaged = {}, {}
     for topic, partition, blob in zip(chunked["topic"], chunked["partition"], chunked["records"]):
         if isinstance(topic, str):  # not the metrics row
             fromChunks.setdefault((topic, int(partition)), []).extend(decodeChunk(blob).to_pylist())
-    assert {k: t.to_pylist() for k, t in staged.items()} == fromChunks
+    stagingDir = topics.stagingDir("p1")
+    for topic, partition, staged in zip(direct["topic"], direct["partition"], direct["staged"]):
+        if isinstance(topic, str):
+            segment = StagedSegment.decode(staged, topic, int(partition))
+            with pa.memory_map(segment.pathIn(stagingDir)) as source:
+                records = pa.ipc.open_file(source).read_all().to_pylist()
+            assert segment.rows == len(records)
+            fromStaged[(topic, int(partition))] = records
+    assert fromStaged == fromChunks
     assert [r["key"] for r in fromChunks[("a", 1)]] == [b"k1", b"k4", None, b"k6"]  # produced order
-    assert [s if isinstance(s, str) else None for s in direct["staged"]] == ["a-1", "b-0", "a-0", None]
+    assert list(direct["topic"][:-1]) == ["a", "b", "a"]  # one row per segment, in order of first write
     assert direct["records"].isna().all()
     assert direct.iloc[-1]["metrics"] == chunked.iloc[-1]["metrics"] == json.dumps({"m": 1})
+
+
+def test_a_failed_task_leaves_nothing_staged(tmp_path):
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("out", 2)
+    stager = SegmentStager(topics, "p1")
+    stager.write("out", 0, rows(0, 0, 3))
+    stager.write("out", 1, rows(1, 0, 2))
+    assert len(os.listdir(topics.stagingDir("p1"))) == 2
+    with pytest.raises(UnknownTopicOrPartitionException, match="out-2"):
+        stager.write("out", 2, rows(0, 0, 1))
+    stager.abort()
+    assert os.listdir(topics.stagingDir("p1")) == []
 
 
 def test_new_checkpoint_on_the_same_topics_appends_everything(session, tmp_path):

@@ -24,7 +24,7 @@ from kspark.state import SessionStore
 from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
 from kspark.runtime.record_queue import RawRecord, RawRecordColumns
-from kspark.runtime.stream_task import StreamTask, encodeHeaders
+from kspark.runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from kspark.testing import TestRecord, TopologyTestDriver
 
 KEY_SERDE = WindowedSerdes.sessionWindowedSerdeFrom(Serdes.String())
@@ -259,11 +259,12 @@ def runsOf(minRun, maxRun):
         batches.MIN_RUN, batches.MAX_RUN, batches.SCALAR_AFTER_SHORT_RUN, record_queue.MATERIALIZE_ROWS = saved
 
 
-def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False):
+def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False, handOff=False):
     """``onBatches`` on raw records (serialized key, serialized value, timestamp, headers), with the
     whole task checkpoint (store segments and observed time, stream and partition times, node
     states, records left) besides outputs and counters; ``asColumns``: each batch added as
-    ``RawRecordColumns``, as the Spark host adds it."""
+    ``RawRecordColumns``, as the Spark host adds it; ``handOff``: a ``producedListener`` takes
+    records off the task while it runs, as the Spark host's staging does."""
     config = StreamsConfig({"application.id": "fast-path",
                             "processing.exception.handler": LogAndContinueProcessingExceptionHandler,
                             "default.deserialization.exception.handler": LogAndContinueExceptionHandler,
@@ -273,6 +274,9 @@ def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False):
     assert task._fastPath.__qualname__.startswith("batchRunner")  # the session-count runs were built
     if onTask is not None:
         onTask(task)
+    handed: list = []
+    if handOff:
+        task.producedListener = handed.extend
     out = []
     records = [RawRecord(n, ts, k, v, headers, ts if ts >= 0 else None) for n, (k, v, ts, headers) in enumerate(raws)]
     for i in range(0, len(records), batch):
@@ -282,7 +286,10 @@ def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False):
             task.addRecords("in", records[i:i + batch], lag=0)
         task.processAll(0)
         task.commit()
-        out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in task.drainProduced()]
+        produced = [r for chunk in handed + task.drainProducedChunks()
+                    for r in (chunk.records() if type(chunk) is ProducedColumns else [chunk])]
+        handed.clear()
+        out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in produced]
     return out, task.metrics.all(), task.checkpoint()
 
 
@@ -330,7 +337,7 @@ def test_session_count_runs_equal_the_scalar_loop(raws, gap, grace, retention, b
      .toStream().to("out", Produced.with_(KEY_SERDE, Serdes.Long())))
     topo = b.build()
     with runsOf(*runs):
-        vectorised = rawBatches(raws, topo, batch, asColumns=asColumns)
+        vectorised = rawBatches(raws, topo, batch, asColumns=asColumns, handOff=asColumns)
     with runsOf(None, None):
         scalar = rawBatches(raws, topo, batch, asColumns=not asColumns)
     assert vectorised == scalar
@@ -343,8 +350,17 @@ def test_session_count_runs_concrete_records():
     raws = [(b"a", None, 10, ()), (b"b", None, 11, ()), (b"a", None, 12, ()), (b"a", None, 12, ()),
             (b"a", None, 30, ()), (b"b", None, 14, ())]
     topo = topology(5, 100, "count")
+    handed = []
+
+    def listen(task):  # what a listener gets is the run's output, taken off the task
+        task.producedListener = lambda chunk: handed.append((chunk, list(task.produced)))
+
     with runsOf(1, 1000):
         out, metrics, checkpoint = rawBatches(raws, topo, 1000)
+        assert rawBatches(raws, topo, 1000, handOff=True) == (out, metrics, checkpoint)
+        rawBatches(raws, topo, 1000, onTask=listen)
+    assert [(len(chunk), type(chunk[0]).__name__, left) for chunk, left in handed] == [(1, "ProducedColumns", [])]
+    assert [(r.key, r.value, r.timestamp) for r in handed[0][0][0].records()] == [(k, v, ts) for k, v, ts, _, _ in out]
     long = Serdes.Long()
     decoded = [(KEY_SERDE.deserialize("out", k), None if v is None else long.deserialize("out", v), ts)
                for k, v, ts, _, _ in out]
@@ -533,3 +549,21 @@ def test_windowed_reduce_with_null_values_in_the_fused_loop_equals_per_node():
     assert fused == perNode
     assert [(k[:1], v, ts) for k, v, ts, _, _ in fused[0]] == [
         (b"a", None, 100), (b"a", b"x", 200), (b"b", b"y", 250), (b"a", b"x+None", 300)]
+
+
+def test_the_per_node_path_hands_off_its_output_every_65536_records():
+    """A host's ``producedListener`` takes the produced records off the task every 65,536
+    processed records of the per-node loop; what is left is drained after ``processAll``."""
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).mapValues(str.upper).to("out", Produced.with_(Serdes.String(), Serdes.String()))
+    topo = b.build()
+    task = StreamTask("0_0", topo.subtopologies()[0], topo.storeBuilders(), StreamsConfig({"application.id": "h"}), 0,
+                      lambda t: t, lambda t: 1)
+    task.initialize()
+    handed = []
+    task.producedListener = lambda chunk: handed.append((len(chunk), chunk[0].value, chunk[-1].value, task.produced[:]))
+    n = 65536 * 2 + 3
+    task.addRecords("in", [RawRecord(i, i, b"k", b"v%d" % i, ()) for i in range(n)], lag=0)
+    assert task.processAll(0) == n
+    assert handed == [(65536, b"V0", b"V65535", []), (65536, b"V65536", b"V131071", [])]
+    assert [r.value for r in task.drainProduced()] == [b"V131072", b"V131073", b"V131074"]

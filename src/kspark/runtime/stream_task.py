@@ -412,6 +412,9 @@ class StreamTask:
         self.metrics = Metrics()
         self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))
         self.produced: list[ProducedRecord] = []
+        # A host's callable that takes the produced records off the task while a batch runs
+        # (handOffProduced); None: they stay in ``produced`` until drained.
+        self.producedListener: Callable[[list], None] | None = None
         self.wallClockTime = 0
         self.context = _Context(self)
         defaultKey, defaultValue = config.defaultKeySerde(), config.defaultValueSerde()
@@ -762,6 +765,8 @@ class StreamTask:
             if heap and heap[0][0] <= partitionGroup.streamTime:
                 punctuate()
             n += 1
+            if not n & 0xFFFF:
+                self.handOffProduced()
         return n
 
     def commit(self) -> None:
@@ -800,6 +805,13 @@ class StreamTask:
         out = self.produced[:]
         self.produced.clear()
         return out
+
+    def handOffProduced(self) -> None:
+        """Give the records produced so far (``drainProducedChunks``) to ``producedListener``, if
+        one is set: called while a batch runs (every 65,536 records, and after each vectorised
+        run), so a large micro-batch does not hold all its output in memory until it ends."""
+        if self.producedListener is not None and self.produced:
+            self.producedListener(self.drainProducedChunks())
 
     # ------------------------------------------------------------------ checkpointable state
     def checkpoint(self) -> dict:

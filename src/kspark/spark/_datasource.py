@@ -86,6 +86,7 @@ __all__ = [
     "SINK_SCHEMA",
     "SOURCE_CHUNK_SCHEMA",
     "SOURCE_SCHEMA",
+    "SegmentStager",
     "StagedSegment",
     "KafkaCommitMessage",
     "KafkaTopicsStreamWriter",
@@ -164,7 +165,7 @@ whose ``positions`` (optional column) is a JSON object ``{"<topic>/<partition>":
 of the task's input positions (committed with the records by the Kafka sink). ``staged``
 (optional column, local topics only): the records of ``topic``-``partition`` were already
 written by the same Spark task as a segment in the producer's staging directory
-(:func:`stageSegment`); the row carries that segment's JSON description instead of ``records``."""
+(:class:`SegmentStager`); the row carries that segment's JSON description instead of ``records``."""
 
 _OPTIONAL_SINK_COLUMNS = ("positions", "staged")
 
@@ -827,35 +828,82 @@ class StagedSegment:
         return path
 
 
+class SegmentStager:
+    """Stages a Spark task's records for the local-topics sink as the task produces them: one
+    segment per topic-partition in ``producer``'s staging directory, named for the running Spark
+    task's micro-batch and query. :meth:`write` appends records (``RECORD_SCHEMA`` tables, in
+    order per topic-partition); :meth:`close` closes, syncs and check-sums the segments. This is
+    what :class:`LocalTopicsStreamWriter` does with the records it receives, done by the task
+    that produced them, so the records do not travel through Spark to the sink (the sink row
+    carries :meth:`StagedSegment.encoded`), and a task need not hold a whole batch's output in
+    memory. :meth:`abort` deletes what was staged (a failed task; the sink's commit also deletes
+    staged files of task attempts that did not commit).
+    """
+
+    def __init__(self, topics: LocalTopics, producer: str) -> None:
+        context = TaskContext.get()
+        self._batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
+        self._checkpointId = (context.getLocalProperty("sql.streaming.queryId") or "") if context else ""
+        self._topics, self._dir = topics, topics.stagingDir(producer)
+        self._open: dict[tuple[str, int], list] = {}  # (topic, partition) -> [path, writer, rows], in order of first write
+
+    def write(self, topic: str, partition: int, table: pa.Table) -> None:
+        """Append ``table`` (``RECORD_SCHEMA`` columns) to the segment of ``topic``-``partition``.
+
+        Raises
+        ------
+        UnknownTopicOrPartitionException
+            If ``topic`` has no partition ``partition``.
+        """
+        entry = self._open.get((topic, partition))
+        if entry is None:
+            if not 0 <= partition < (self._topics.partitionsFor(topic) or 0):
+                raise UnknownTopicOrPartitionException(
+                    f"This server does not host this topic-partition: {topic}-{partition}")
+            path = os.path.join(self._dir, _stagedName(self._batchId, self._checkpointId))
+            entry = self._open[(topic, partition)] = [path, pa.ipc.new_file(path, RECORD_SCHEMA), 0]
+        entry[1].write_table(table.cast(RECORD_SCHEMA), max_chunksize=SEGMENT_BATCH_ROWS)
+        entry[2] += table.num_rows
+
+    def close(self) -> list[tuple[str, int, "StagedSegment"]]:
+        """(topic, partition, segment) of every topic-partition written, in order of first write;
+        the segments are closed and synced."""
+        out = []
+        for (topic, partition), (path, writer, rows) in self._open.items():
+            writer.close()
+            _fsyncFile(path)
+            out.append((topic, partition, StagedSegment(os.path.basename(path), rows, segmentChecksums(path))))
+        self._open = {}
+        return out
+
+    def abort(self) -> None:
+        """Delete the segments staged so far."""
+        for path, writer, _ in self._open.values():
+            try:
+                writer.close()
+            finally:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+        self._open = {}
+
+
 def stageSegment(topics: LocalTopics, producer: str, topic: str, partition: int, table: pa.Table) -> StagedSegment:
-    """Write ``table`` (``RECORD_SCHEMA``, records of ``topic``-``partition`` in order) as a
-    segment in ``producer``'s staging directory, named for the running Spark task's micro-batch
-    and query, synced, with its checksums: what :class:`LocalTopicsStreamWriter` does with the
-    records it receives, done by the task that produced them, so the records do not travel
-    through Spark to the sink (the sink row carries :meth:`StagedSegment.encoded`).
+    """``table`` (``RECORD_SCHEMA``, records of ``topic``-``partition`` in order) staged as one
+    segment in ``producer``'s staging directory (:class:`SegmentStager`).
 
     Raises
     ------
     UnknownTopicOrPartitionException
         If ``topic`` has no partition ``partition``.
     """
-    if not 0 <= partition < (topics.partitionsFor(topic) or 0):
-        raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {topic}-{partition}")
-    context = TaskContext.get()
-    batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1) if context else -1
-    checkpointId = (context.getLocalProperty("sql.streaming.queryId") or "") if context else ""
-    name = _stagedName(batchId, checkpointId)
-    path = os.path.join(topics.stagingDir(producer), name)
+    stager = SegmentStager(topics, producer)
     try:
-        with pa.ipc.new_file(path, RECORD_SCHEMA) as writer:
-            writer.write_table(table.cast(RECORD_SCHEMA), max_chunksize=SEGMENT_BATCH_ROWS)
-        _fsyncFile(path)
-        return StagedSegment(name, table.num_rows, segmentChecksums(path))
+        stager.write(topic, partition, table)
+        return stager.close()[0][2]
     except BaseException:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+        stager.abort()
         raise
 
 

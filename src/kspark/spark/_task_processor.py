@@ -25,7 +25,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
-from ._datasource import SINK_CHUNK_SCHEMA, chunkTable, decodeChunk, encodeChunk, readReference, stageSegment
+from ._datasource import SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, readReference
 from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
@@ -109,38 +109,42 @@ class TaskStatefulProcessor(StatefulProcessor):
                         positions[f"{topic}/{int(p)}"] = int(end)
 
         converted = time.perf_counter()
-        task.processAll(now)  # stream-time punctuation after every record, as in the driver
-        task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
-        task.commit()  # a micro-batch is a commit: the DSL record caches flush here
-        produced = task.drainProducedChunks()
-        metrics = task.metrics.encoded()
-        task.metrics.clear()
-        for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
-            metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
-
-        processed = time.perf_counter()
-        version = uuid.uuid4().hex
-        blob = pickle.dumps(task.checkpoint(), protocol=5)
-        pickled = time.perf_counter()
-        self.state.update((version, blob))
-        self.version.update((version,))
-        _LIVE_TASKS[cacheKey] = (version, task)
-        stored = time.perf_counter()
-
         staging = plan.get("staging")
-        if staging is not None:
-            topics = LocalTopics(staging["root"])
+        # local topics: the task stages its output itself, as it is produced (SegmentStager)
+        stager = SegmentStager(LocalTopics(staging["root"]), staging["producer"]) if staging is not None else None
+        if stager is not None:
+            task.producedListener = lambda produced: _stage(produced, stager)
+        try:
+            task.processAll(now)  # stream-time punctuation after every record, as in the driver
+            task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
+            task.commit()  # a micro-batch is a commit: the DSL record caches flush here
+            produced = task.drainProducedChunks()
+            metrics = task.metrics.encoded()
+            task.metrics.clear()
+            for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
+                metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
 
-            def stage(topic: str, p: int, table: pa.Table) -> str:
-                return stageSegment(topics, staging["producer"], topic, p, table).encoded()
-        else:
-            stage = None
-        out = _outputFrame(produced, metrics, positions, stage)
+            processed = time.perf_counter()
+            version = uuid.uuid4().hex
+            blob = pickle.dumps(task.checkpoint(), protocol=5)
+            pickled = time.perf_counter()
+            self.state.update((version, blob))
+            self.version.update((version,))
+            _LIVE_TASKS[cacheKey] = (version, task)
+            stored = time.perf_counter()
+
+            out = _outputFrame(produced, metrics, positions, stager)
+        except BaseException:
+            if stager is not None:
+                stager.abort()
+            raise
+        finally:
+            task.producedListener = None
         if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
                     "task": taskId, "pid": os.getpid(), "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
-                    "rows": inputRows, "produced": sum(len(r.timestamps) if type(r) is ProducedColumns else 1 for r in produced), "stateBytes": len(blob),
+                    "rows": inputRows, "stateBytes": len(blob),
                     "inputSeconds": round(converted - started, 4), "processSeconds": round(processed - converted, 4),
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
@@ -171,44 +175,30 @@ def _rawColumns(tables: list[pa.Table], extractsMetadataTimestamp: bool) -> RawR
                             bulk)
 
 
-def _outputFrame(produced: list, metrics: dict, positions: dict[str, int], stage=None) -> pd.DataFrame:
+def _outputFrame(produced: list, metrics: dict, positions: dict[str, int],
+                 stager: SegmentStager | None = None) -> pd.DataFrame:
     """One sink chunk row per chunk of each topic-partition's records in ``produced``
     (``ProducedRecord`` tuples and ``ProducedColumns``; records in produced order per
     topic-partition), then the metrics row with the task's input ``positions``
     (``"<topic>/<partition>"`` -> next offset).
 
-    With ``stage`` (``(topic, partition, RECORD_SCHEMA table) -> staged-segment JSON``, local
-    topics), each topic-partition's records are written by ``stage`` and its row carries the
-    JSON in ``staged`` instead of the records: the same records reach the same topic-partitions
-    in the same order, without being encoded, handed to Spark and decoded again by the sink."""
+    With ``stager`` (local topics), ``produced`` is written by the stager after what it has
+    staged already, and there is one row per staged segment, with its JSON in ``staged``
+    instead of the records: the same records reach the same topic-partitions in the same order,
+    without being encoded, handed to Spark and decoded again by the sink."""
     topics: list = []
     partitions: list = []
     blobs: list = []
     staged: list = []
-    if produced:
-        topicIndex: dict[str, int] = {}
-        parts = [_columnsOf(run, topicIndex) for run in _runs(produced)]
-        table = pa.concat_tables([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-        topicCodes = np.concatenate([p[1] for p in parts])
-        partitionCodes = np.concatenate([p[2] for p in parts])
-        topicNames = list(topicIndex)
-        # (topic, partition) pairs coded in numpy: topic index * (max partition + 1) + partition
-        width = int(partitionCodes.max()) + 1
-        codes = topicCodes * width + partitionCodes
-        # the distinct codes in order of first appearance: few and small, so counted rather than
-        # sorted (np.unique sorted every record's code: a tenth of a P1 task's time)
-        distinct = np.flatnonzero(np.bincount(codes))
-        if len(distinct) > 1:
-            distinct = distinct[np.argsort([int(np.argmax(codes == c)) for c in distinct.tolist()], kind="stable")]
-        for code in distinct.tolist():
-            part = table if len(distinct) == 1 else table.take(pa.array(np.flatnonzero(codes == code)))
-            topic, partition = topicNames[code // width], code % width
-            if stage is not None:
-                topics.append(topic)
-                partitions.append(partition)
-                blobs.append(None)
-                staged.append(stage(topic, partition, part))
-                continue
+    if stager is not None:
+        _stage(produced, stager)
+        for topic, partition, segment in stager.close():
+            topics.append(topic)
+            partitions.append(partition)
+            blobs.append(None)
+            staged.append(segment.encoded())
+    else:
+        for topic, partition, part in _producedParts(produced):
             for chunk in chunkTable(part):
                 topics.append(topic)
                 partitions.append(partition)
@@ -226,6 +216,36 @@ def _outputFrame(produced: list, metrics: dict, positions: dict[str, int], stage
         },
         columns=_OUTPUT_COLUMNS,
     )
+
+
+def _stage(produced: list, stager: SegmentStager) -> None:
+    """Write ``produced`` with ``stager``, each topic-partition's records in produced order."""
+    for topic, partition, part in _producedParts(produced):
+        stager.write(topic, partition, part)
+
+
+def _producedParts(produced: list) -> Iterator[tuple[str, int, pa.Table]]:
+    """(topic, partition, ``RECORD_SCHEMA`` table of its records in produced order) of every
+    topic-partition in ``produced``, in order of first appearance."""
+    if not produced:
+        return
+    topicIndex: dict[str, int] = {}
+    parts = [_columnsOf(run, topicIndex) for run in _runs(produced)]
+    table = pa.concat_tables([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+    topicCodes = np.concatenate([p[1] for p in parts])
+    partitionCodes = np.concatenate([p[2] for p in parts])
+    topicNames = list(topicIndex)
+    # (topic, partition) pairs coded in numpy: topic index * (max partition + 1) + partition
+    width = int(partitionCodes.max()) + 1
+    codes = topicCodes * width + partitionCodes
+    # the distinct codes in order of first appearance: few and small, so counted rather than
+    # sorted (np.unique sorted every record's code: a tenth of a P1 task's time)
+    distinct = np.flatnonzero(np.bincount(codes))
+    if len(distinct) > 1:
+        distinct = distinct[np.argsort([int(np.argmax(codes == c)) for c in distinct.tolist()], kind="stable")]
+    for code in distinct.tolist():
+        part = table if len(distinct) == 1 else table.take(pa.array(np.flatnonzero(codes == code)))
+        yield topicNames[code // width], code % width, part
 
 
 def _runs(produced: list) -> list:

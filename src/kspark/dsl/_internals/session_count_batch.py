@@ -254,8 +254,9 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             partitionCol = np.zeros(total, np.int64)
         else:
             partitionOf = np.zeros(len(distinct), np.int64)
-            for code in present.tolist():
-                partitionOf[code] = partitionForKey(distinct[code], partitions)
+            codes = present.tolist()
+            partitionOf[present] = np.fromiter(map(partitionForKey, [distinct[c] for c in codes], [partitions] * len(codes)),
+                                               np.int64, len(codes))
             partitionCol = partitionOf[outCode]
         # no headers: Kafka 4.3's KStreamSessionWindowAggregate forwards new Record(key, change, end)
         produced.append(ProducedColumns(sinkTopic, partitionCol, outEnd, keyBytes, values, None))
@@ -300,6 +301,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
                 return done + scalar(None)
             n, stopped = vectorised(MAX_RUN)
             done += n
+            task.handOffProduced()
             if stopped and queue.head is not None:
                 done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
         return done
