@@ -26,7 +26,6 @@ from kspark.spark._datasource import (
     decodeChunk,
     readReference,
     registerDataSource,
-    stageSegment,
 )
 from kspark.topics import LocalTopics, OffsetOutOfRangeException, UnknownTopicOrPartitionException
 
@@ -147,7 +146,7 @@ def test_copy_topic_exactly_once_with_markers_and_metrics(session, tmp_path):
 
 def copyStagedByTask(spark, root, checkpoint):
     """``copyInToOut``'s copy (without metrics), but each Spark task stages its records itself
-    with ``stageSegment`` (as the KafkaStreams host's tasks do on local topics) and hands the
+    with a ``SegmentStager`` (as the KafkaStreams host's tasks do on local topics) and hands the
     sink only ``staged`` rows. Returns the query id."""
     import pyarrow.compute as pc
 
@@ -162,7 +161,9 @@ def copyStagedByTask(spark, root, checkpoint):
             data = data.filter(pc.greater_equal(data.column("offset"), 0))
             for p in sorted(set(data.column("partition").to_pylist())):
                 part = data.filter(pc.equal(data.column("partition"), p)).select(["timestamp", "key", "value", "headers"])
-                segment = stageSegment(topics, "p1", "out", p, part)
+                stager = SegmentStager(topics, "p1")
+                stager.write("out", p, part)
+                [(_, _, segment)] = stager.close()
                 yield pa.RecordBatch.from_pylist([{"topic": "out", "partition": p, "records": None, "metrics": None,
                                                    "positions": None, "staged": segment.encoded()}], schema=schema)
 
@@ -202,7 +203,9 @@ def test_segments_staged_by_the_tasks_are_committed_exactly_once(session, tmp_pa
 def test_sink_takes_only_file_names_of_its_own_staging_directory_and_keeps_the_order(tmp_path):
     topics = LocalTopics(tmp_path)
     topics.createTopic("out", 1)
-    segment = stageSegment(topics, "p1", "out", 0, rows(0, 0, 3))
+    stager = SegmentStager(topics, "p1")
+    stager.write("out", 0, rows(0, 0, 3))
+    [(_, _, segment)] = stager.close()
     assert segment.rows == 3 and os.listdir(topics.stagingDir("p1")) == [segment.file]
     assert StagedSegment.decode(segment.encoded(), "out", 0) == segment
     for bad in ("../../out/0/x.arrow", "/etc/passwd", "..", ""):
@@ -211,7 +214,7 @@ def test_sink_takes_only_file_names_of_its_own_staging_directory_and_keeps_the_o
     with pytest.raises(ValueError, match="Bad staged-segment description for out-0"):
         StagedSegment.decode("{}", "out", 0)
     with pytest.raises(UnknownTopicOrPartitionException, match="out-1"):
-        stageSegment(topics, "p1", "out", 1, rows(0, 0, 1))
+        SegmentStager(topics, "p1").write("out", 1, rows(0, 0, 1))
 
 
 def test_task_output_staged_or_sent_as_chunks_is_the_same_records(tmp_path):

@@ -101,7 +101,6 @@ __all__ = [
     "openTopicsFromOptions",
     "readReference",
     "registerDataSource",
-    "stageSegment",
     "topicsOptions",
 ]
 
@@ -714,7 +713,7 @@ class LocalTopicsStreamWriter(DataSourceStreamArrowWriter):
             for batch in iterator:
                 for topic, partition, part in _recordParts(batch, self._chunks, {}):
                     key = (topic, partition)
-                    if isinstance(part, StagedSegment):  # written by the task itself (stageSegment)
+                    if isinstance(part, StagedSegment):  # written by the task itself (SegmentStager)
                         if key in staged:
                             raise ValueError(f"The sink got both records and staged segments for {topic}-{partition} "
                                              "in one task; their order would be lost")
@@ -887,24 +886,6 @@ class SegmentStager:
                 except FileNotFoundError:
                     pass
         self._open = {}
-
-
-def stageSegment(topics: LocalTopics, producer: str, topic: str, partition: int, table: pa.Table) -> StagedSegment:
-    """``table`` (``RECORD_SCHEMA``, records of ``topic``-``partition`` in order) staged as one
-    segment in ``producer``'s staging directory (:class:`SegmentStager`).
-
-    Raises
-    ------
-    UnknownTopicOrPartitionException
-        If ``topic`` has no partition ``partition``.
-    """
-    stager = SegmentStager(topics, producer)
-    try:
-        stager.write(topic, partition, table)
-        return stager.close()[0][2]
-    except BaseException:
-        stager.abort()
-        raise
 
 
 def _checkSinkSchema(schema: StructType, expected: StructType) -> None:
