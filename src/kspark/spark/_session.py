@@ -12,7 +12,7 @@ import zipfile
 
 from ..config import StreamsConfig
 from ..errors import ConfigException
-from . import _quiet
+from . import _forkserver, _quiet
 
 
 def getOrCreateSession(config: StreamsConfig):
@@ -68,6 +68,8 @@ def getOrCreateSession(config: StreamsConfig):
         master = preset["spark.master"]
     if os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
         os.environ["PYSPARK_PYTHON"] = workerPythonFor(master)
+        if not launched and os.environ["PYSPARK_PYTHON"] != sys.executable:
+            _forkserver.startForkServer()  # before the JVM starts: it passes the server on
     defaults = {
         "spark.app.name": config.get(StreamsConfig.APPLICATION_ID_CONFIG) or "kspark",
         "spark.sql.streaming.stateStore.providerClass":
@@ -166,9 +168,21 @@ runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)
 stays ``pyspark.worker``, the worker module ``pyspark.daemon`` forks into."""
 
 
+def _installedPy4jZip(home: str) -> list[str]:
+    """``[the py4j zip Spark puts on workers' path]`` when it is the installed py4j's version (so
+    workers import the installed, compiled copy), else ``[]``."""
+    try:
+        from py4j.version import __version__ as installed
+    except ImportError:
+        return []
+    path = os.path.join(home, "python", "lib", f"py4j-{installed}-src.zip")
+    return [path] if os.path.exists(path) else []
+
+
 def _workerPython() -> str:
     """This interpreter, or a launcher of it that drops Spark's ``pyspark.zip`` from the workers'
-    ``PYTHONPATH`` when that zip is the installed pyspark's own copy (same version).
+    ``PYTHONPATH`` when that zip is the installed pyspark's own copy (same version), and its py4j
+    zip when that is the installed py4j's version.
 
     Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on every Python worker's path; the
     zip has no bytecode, so each worker process (task workers, data source planners, readers,
@@ -176,7 +190,11 @@ def _workerPython() -> str:
     With a pip-installed pyspark the zip holds the same code as the installed package, whose
     bytecode is cached, so the launcher lets workers import that instead.
 
-    The launcher also starts the daemon that forks the task workers (``-m pyspark.daemon
+    With this process's fork server running (``KSPARK_FORK_SERVER``, see
+    :mod:`kspark.spark._forkserver`), the launcher hands every ``-m`` call to it: the process is
+    forked from one that imported pyspark, pandas, pyarrow and kspark already.
+
+    Otherwise the launcher starts the daemon that forks the task workers (``-m pyspark.daemon
     pyspark.worker``, nothing else) through :data:`_PRELOADING_DAEMON`: it imports pandas,
     pyarrow, pyspark's worker and kspark's task code once, then runs ``pyspark.daemon`` as
     usual, so each forked worker starts with them (≈ 1.2 CPU-s of imports per worker
@@ -197,6 +215,7 @@ def _workerPython() -> str:
         return sys.executable
     if repr(pyspark.__version__) not in zipped:
         return sys.executable
+    dropped = [archive] + _installedPy4jZip(home)
     script = (
         "#!/bin/sh\n"
         "# kspark: the installed pyspark instead of its uncompiled pyspark.zip copy (kspark.spark._session)\n"
@@ -204,11 +223,14 @@ def _workerPython() -> str:
         "kept=\n"
         "IFS=:\n"
         "for entry in $PYTHONPATH; do\n"
-        f"  [ \"$entry\" = {shlex.quote(archive)} ] || kept=\"${{kept:+$kept:}}$entry\"\n"
+        f"  case \"$entry\" in {'|'.join(shlex.quote(d) for d in dropped)}) ;; *) kept=\"${{kept:+$kept:}}$entry\" ;; esac\n"
         "done\n"
         "unset IFS\n"
         "PYTHONPATH=$kept\n"
         "export PYTHONPATH\n"
+        'if [ -n "$KSPARK_FORK_SERVER" ] && [ "$1" = -m ]; then\n'
+        f"  exec {shlex.quote(sys.executable)} -I -S -c {shlex.quote(_forkserver.CLIENT)} \"$0\" \"$@\"\n"
+        "fi\n"
         'if [ "$#" -eq 3 ] && [ "$1" = -m ] && [ "$2" = pyspark.daemon ] && [ "$3" = pyspark.worker ]; then\n'
         f"  exec {shlex.quote(sys.executable)} -c {shlex.quote(_PRELOADING_DAEMON)} pyspark.worker\n"
         "fi\n"
