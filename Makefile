@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
+	-$(PY) -m kspark.spark._cds > /dev/null
 	touch $(STAMP)
 
 .PHONY: demo demo-kafka test bench jvm cluster cluster-stop

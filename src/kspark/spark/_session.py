@@ -12,7 +12,7 @@ import zipfile
 
 from ..config import StreamsConfig
 from ..errors import ConfigException
-from . import _forkserver, _quiet
+from . import _cds, _forkserver, _quiet
 
 
 def getOrCreateSession(config: StreamsConfig):
@@ -41,7 +41,8 @@ def getOrCreateSession(config: StreamsConfig):
     ``spark.driver.extraJavaOptions`` is given: records cross the JVM in a few Arrow chunks per
     task and batch, so its CPU goes to per-batch planning and scheduling code, on which C2
     compilation cost more than it saved (session-count benchmark, 3M records: JVM 85 -> 40
-    CPU-s, executor threads unchanged).
+    CPU-s, executor threads unchanged). It maps the classes of an earlier run from a class data
+    sharing archive, which the first run writes at its exit (:mod:`kspark.spark._cds`).
 
     ``spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled`` is ``false`` unless given:
     Spark keeps one Python worker daemon (and pool of idle workers) per distinct worker
@@ -90,9 +91,14 @@ def getOrCreateSession(config: StreamsConfig):
     verbose = _quiet.isVerbose(config)
     _quiet.setVerbose(verbose)
     if not launched:
-        builder = builder.config("spark.driver.extraJavaOptions",
-                                 _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions")))
+        from pyspark import SparkContext
+
+        javaOptions = _quiet.driverJavaOptions(config.sparkConfs().get("spark.driver.extraJavaOptions"))
+        if SparkContext._gateway is None:  # this session starts the JVM: class data sharing (see _cds)
+            javaOptions = " ".join([javaOptions, *_cds.javaOptions(dict(builder._options), javaOptions)])
+        builder = builder.config("spark.driver.extraJavaOptions", javaOptions)
         _quiet.launchGateway(dict(builder._options), master)
+        _cds.finishAtExit()
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("INFO" if verbose else "WARN")
     if not verbose:
