@@ -63,12 +63,17 @@ def test_a_truncated_archive_is_not_put_in_place(cacheDir):
     assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")  # the next session tries again
 
 
-def test_one_process_at_a_time_writes_the_archive(cacheDir):
+def test_one_process_at_a_time_writes_the_archive(cacheDir, monkeypatch):
     key = _cds.archiveKey(_cds.javaExecutable(), {})
     lock = cacheDir / f"driver-{key}.jsa.lock"
     lock.write_text(str(os.getppid()))  # a live process writes it
     assert _cds.javaOptions({}, "") == []
+    lock.write_text("")  # its creator has not written its pid yet
+    assert _cds.javaOptions({}, "") == []
+    os.utime(lock, (1000, 1000))  # or died before it did
+    assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")
     lock.write_text("999999999")  # one that ended without finishing: taken over
+    monkeypatch.setattr(_cds, "_dumping", None)
     assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")
     assert lock.read_text() == str(os.getpid())
 

@@ -106,6 +106,10 @@ def _claim(lock: str) -> bool:
             try:
                 with open(lock) as f:
                     owner = int(f.read() or 0)
+                if owner == 0:  # its creator has not written its pid yet, or died before it did
+                    if time.time() - os.path.getmtime(lock) < 60:
+                        return False
+                    raise ProcessLookupError
                 os.kill(owner, 0)
                 return False
             except (ProcessLookupError, ValueError):
