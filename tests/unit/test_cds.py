@@ -38,6 +38,16 @@ def test_the_first_session_writes_the_archive_and_later_ones_map_it(cacheDir):
     assert other != key  # another driver class path: another archive
 
 
+def test_only_the_newest_archives_are_kept(cacheDir):
+    for i in range(6):
+        (cacheDir / f"driver-{i}.jsa").write_bytes(b"x")
+        os.utime(cacheDir / f"driver-{i}.jsa", (1000 + i, 1000 + i))
+    (cacheDir / "driver-5.jsa.lock").write_text("1")
+    _cds._keepNewest(str(cacheDir), 4)
+    assert sorted(p.name for p in cacheDir.iterdir()) == ["driver-2.jsa", "driver-3.jsa", "driver-4.jsa",
+                                                          "driver-5.jsa", "driver-5.jsa.lock"]
+
+
 def test_a_truncated_archive_is_not_put_in_place(cacheDir):
     written = _cds.javaOptions({}, "")[0].split("=", 1)[1]
     jvm = subprocess.Popen([_cds.javaExecutable(), f"-XX:ArchiveClassesAtExit={written}", *_cds.QUIET, "-version"],
@@ -53,12 +63,17 @@ def test_a_truncated_archive_is_not_put_in_place(cacheDir):
     assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")  # the next session tries again
 
 
-def test_one_process_at_a_time_writes_the_archive(cacheDir):
+def test_one_process_at_a_time_writes_the_archive(cacheDir, monkeypatch):
     key = _cds.archiveKey(_cds.javaExecutable(), {})
     lock = cacheDir / f"driver-{key}.jsa.lock"
     lock.write_text(str(os.getppid()))  # a live process writes it
     assert _cds.javaOptions({}, "") == []
+    lock.write_text("")  # its creator has not written its pid yet
+    assert _cds.javaOptions({}, "") == []
+    os.utime(lock, (1000, 1000))  # or died before it did
+    assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")
     lock.write_text("999999999")  # one that ended without finishing: taken over
+    monkeypatch.setattr(_cds, "_dumping", None)
     assert _cds.javaOptions({}, "")[0].startswith("-XX:ArchiveClassesAtExit=")
     assert lock.read_text() == str(os.getpid())
 

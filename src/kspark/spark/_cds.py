@@ -2,8 +2,8 @@
 
 A query's first micro-batch in a new JVM spends seconds loading and verifying Spark's classes
 (planning, streaming, Python runners). The JVM can map the classes a previous run loaded from
-an archive instead: a P1 run at 1M records took 5.7-5.9 s from ``start()`` to its end with the
-archive against 7.9-9.3 s without (bench/README.md, round 14).
+an archive instead: a P1 run at 1M records took 5.5-6.8 s from ``start()`` to its end with the
+archive against 8.2-8.6 s without (bench/README.md, round 14).
 
 The first session of a machine (for a given java, pyspark and driver class path) runs with
 ``-XX:ArchiveClassesAtExit``: when the process ends, kspark closes the JVM's stdin (it exits
@@ -15,7 +15,8 @@ changed since) ignores it; kspark turns the JVM's CDS logging off (``-Xlog:cds=o
 neither case prints anything.
 
 Archives live in ``$KSPARK_CDS_DIR``, else ``$XDG_CACHE_HOME/kspark/cds`` or
-``~/.cache/kspark/cds``; ``KSPARK_CDS_DIR=off`` turns the feature off. Nothing is archived
+``~/.cache/kspark/cds``, the :data:`KEPT` newest of them; ``KSPARK_CDS_DIR=off`` turns the
+feature off. Nothing is archived
 when ``spark.driver.extraJavaOptions`` already sets a CDS option (``-Xshare``,
 ``SharedArchiveFile``, ``ArchiveClassesAtExit``).
 """
@@ -31,6 +32,7 @@ import subprocess
 import time
 
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+KEPT = 4  # archives kept in the directory, newest first (about 180 MB each)
 _CDS_OPTIONS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
 _dumping: str | None = None  # the archive this process's JVM writes at exit
 
@@ -104,6 +106,10 @@ def _claim(lock: str) -> bool:
             try:
                 with open(lock) as f:
                     owner = int(f.read() or 0)
+                if owner == 0:  # its creator has not written its pid yet, or died before it did
+                    if time.time() - os.path.getmtime(lock) < 60:
+                        return False
+                    raise ProcessLookupError
                 os.kill(owner, 0)
                 return False
             except (ProcessLookupError, ValueError):
@@ -151,6 +157,7 @@ def finishArchive(proc, timeout: float = 120) -> bool:
             return False  # left as .tmp: removed by a later session
         if proc.returncode == 0 and usable(written):
             os.replace(written, archive)
+            _keepNewest(os.path.dirname(archive), KEPT)
             return True
         try:
             os.remove(written)
@@ -164,13 +171,26 @@ def finishArchive(proc, timeout: float = 120) -> bool:
             pass
 
 
+def _keepNewest(directory: str, kept: int) -> None:
+    """Delete all but the ``kept`` newest archives (one per java, pyspark and driver class path:
+    each virtual environment has its own, and deleted ones leave theirs behind)."""
+    archives = sorted(glob.glob(os.path.join(directory, "driver-*.jsa")), key=os.path.getmtime, reverse=True)
+    for old in archives[kept:]:
+        try:
+            os.remove(old)
+        except OSError:
+            pass
+
+
 def usable(archive: str) -> bool:
     """Whether java starts with ``archive`` mapped (a truncated archive aborts it)."""
     java = javaExecutable()
     if java is None or not os.path.exists(archive):
         return False
     try:
-        done = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", *QUIET, "-version"],
+        # a bad archive aborts java: no hs_err_pid*.log or core file left behind
+        done = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", *QUIET, f"-XX:ErrorFile={os.devnull}",
+                               "-XX:-CreateCoredumpOnCrash", "-version"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return False

@@ -5,7 +5,7 @@ new interpreter (``python -m pyspark.daemon pyspark.sql.worker.lookup_data_sourc
 ``create_data_source``, the streaming source runner, the ``transformWithState`` driver worker,
 the read planner, the writer, the task workers' daemon, the sink's commit runner): each spends
 0.2-0.8 s starting Python and importing pyspark, pandas, pyarrow and kspark before it does its
-few milliseconds of work, and the query waits for each in turn.
+work, and the query waits for each in turn.
 
 The server imports those modules once, at session start, while the JVM starts. The worker
 launcher (``kspark.spark._session._workerPython``) hands every ``python -m <module> ...`` to it
