@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
@@ -149,6 +150,12 @@ def finishArchive(proc, timeout: float = 120) -> bool:
     try:
         if proc is None:
             return False
+        if proc.poll() is None:  # a pause of seconds at exit: say why, once
+            try:
+                print(f"kspark: writing a class data sharing archive of Spark's classes for later runs "
+                      f"(once, ~15 s; KSPARK_CDS_DIR=off to skip): {archive}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed
+                pass
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
