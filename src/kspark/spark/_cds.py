@@ -27,7 +27,6 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -49,9 +48,14 @@ def archiveDirectory() -> str | None:
 
 
 def javaExecutable() -> str | None:
-    """The java that Spark's launcher runs: ``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    return os.path.join(home, "bin", "java") if home else shutil.which("java")
+    """The java that Spark's launcher runs (``$JAVA_HOME/bin/java``, else ``java`` on the PATH),
+    or None."""
+    from ..testing._jvm import JvmArtifactsMissing, javaExecutable
+
+    try:
+        return javaExecutable()
+    except JvmArtifactsMissing:
+        return None
 
 
 def archiveKey(java: str, options: dict[str, str]) -> str:
