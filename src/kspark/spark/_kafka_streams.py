@@ -455,16 +455,21 @@ class KafkaStreams:
         offsets for some partitions, or ``latest`` has moved on. The replayed first batch would
         then skip records whose updates its stores need (a count started again at 1). Spark's
         own Kafka source keeps its initial offsets in the checkpoint for the same reason
-        (``KafkaSourceInitialOffsetWriter``)."""
+        (``KafkaSourceInitialOffsetWriter``). Until the first batch is planned nothing can have
+        moved, so they are computed again then (a changed ``auto.offset.reset`` counts)."""
         from ._datasource import TopicsStreamReader
 
         stateDir = self._stateDir()
+
+        def logged(log: str) -> bool:
+            return any(name.isdigit() for name in stateDir.list(f"{checkpoint}/{log}"))
+
+        if logged("commits"):
+            return None
         path = f"{checkpoint}/{self._INITIAL_OFFSETS}"
         saved = stateDir.readJson(path)
-        if saved is not None:
+        if saved is not None and logged("offsets"):
             return saved
-        if any(name.isdigit() for name in stateDir.list(f"{checkpoint}/commits")):
-            return None  # a checkpoint of an earlier kspark: Spark will not ask
         offsets = TopicsStreamReader(sourceOptions).initialOffset()
         stateDir.write(path, json.dumps(offsets).encode())
         return offsets
