@@ -98,3 +98,21 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     assert pumped(monkeypatch, revert) == ""  # a killed shuffle-map task reverting its partial output
     other = b"26/11/24 08:08:43 WARN DiskBlockObjectWriter: Error deleting /data/blockmgr-1/3e/shuffle_0_1_0.data\n"
     assert pumped(monkeypatch, other) == other.decode()  # only the temporary files of a killed task
+
+
+def test_a_writer_task_killed_by_a_stop_logs_no_error(monkeypatch, quiet):
+    """CI's Ctrl-C run: the stop killed sub-topology 1's writer task; Spark logged "Aborting task"
+    with the TaskKilledException's stack trace, then aborted the task's commit."""
+    killed = (b"26/11/24 19:43:18 ERROR Utils: Aborting task\n"
+              b"org.apache.spark.TaskKilledException: Stage cancelled: [SPARK_JOB_CANCELLED] Job 3 cancelled Query "
+              b"valuation-signals-cli-subtopology-1 [id = a254eb8e-b568-4bd2-a74f-757f2cf7fd63, runId = "
+              b"732d3abf-3922-4b24-b98f-7cd58a3de621] was stopped SQLSTATE: XXKDA\n"
+              b"\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:1121)\n"
+              b"\tat java.base/java.util.concurrent.ThreadPoolExecutor$Worker.run(ThreadPoolExecutor.java:635)\n"
+              b"26/11/24 19:43:18 ERROR DataWritingSparkTask: Aborting commit for partition 1 (task 34, attempt 0, stage 7.0)\n"
+              b"26/11/24 19:43:18 ERROR DataWritingSparkTask: Aborted commit for partition 1 (task 34, attempt 0, stage 7.0)\n")
+    after = b"kspark executor 4242 WARNING kspark.state: still shown\n"
+    monkeypatch.setattr(_quiet, "_stopped", False)
+    assert pumped(monkeypatch, killed) == killed.decode()  # a failure's abort, never stopped: all of it stays
+    with _quiet.stoppingQueries():
+        assert pumped(monkeypatch, killed + after) == after.decode()

@@ -54,14 +54,21 @@ is dropped with it (the TWS worker prints ``"...\\n"``)."""
 STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
                             r"|WARN TaskSetManager: (\[[^]]*\] )*Lost task .*"
                             r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast"
-                            r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+)$")
+                            r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+"
+                            r"|ERROR Utils: (\[[^]]*\] )*Aborting task"
+                            r"|ERROR DataWritingSparkTask: (\[[^]]*\] )*Abort(ing|ed) commit for partition \d+ "
+                            r"\(task \d+, attempt \d+, stage [\d.]+\))$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
 killed ("Lost task ..."; a killed shuffle-map task reverting its partial output warns of the
-temporary shuffle files it had not created yet), a broadcast being stored for the batch's plan
+temporary shuffle files it had not created yet; a killed writer task logs "Aborting task" with
+the ``TaskKilledException``'s stack trace, then aborts its commit), a broadcast being stored for the batch's plan
 is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
 the query's exception anyway."""
+
+# the stack trace Spark logs after a STOPPING_NOISE line: the exception, its frames, its causes
+STACK_TRACE = re.compile(r"(\tat |\t\.\.\. \d+ more|Caused by: |\tSuppressed: |[\w$.]+(Exception|Error)(: |$))")
 
 _showAll = False  # verbose: the pump passes every line
 _stopped = False  # kspark has stopped queries in this process
@@ -182,13 +189,17 @@ def _pump(stream, recent: collections.deque | None = None) -> None:
     frames) also go to ``recent``. Reads to the end whatever happens to the writes: the JVM
     blocks once the pipe is full."""
     dropped = False
+    trace = False  # in the stack trace of a dropped line
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         if recent is not None and ("Exception" in line or "Error" in line or recent) and line.strip() \
                 and not line.lstrip().startswith("at "):
             recent.append(line)
         if not _showAll:
-            if line.startswith(NOISE) or (dropped and not line.strip()) or _expectedWhileStopping(line):
+            if trace and STACK_TRACE.match(line):
+                continue
+            trace = _expectedWhileStopping(line)
+            if line.startswith(NOISE) or (dropped and not line.strip()) or trace:
                 dropped = bool(line.strip())
                 continue
         dropped = False
