@@ -63,6 +63,28 @@ class KStreamKTableJoin(ContextualProcessor):
         finally:
             context.metadata = current
 
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value
+        (``process`` forwards it in a copy of the record, ``withValue``), or ``drop`` where
+        ``process`` drops or finds no table value in an inner join. Only without a grace-period
+        buffer and for a table that is not versioned (``process`` then calls ``_join`` at once,
+        which reads ``store.get(key)``); None otherwise."""
+        if self.buffer is not None or self.versioned:
+            return None
+        store, joiner, withKey, leftJoin, context = self.store, self.joiner, self.withKey, self.leftJoin, self.context()
+
+        def step(key, value):
+            if not (leftJoin and key is None and value is not None) and (key is None or value is None):
+                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
+                return drop
+            found = None if key is None else store.get(key)
+            tableValue = None if found is None else found.value
+            if leftJoin or tableValue is not None:
+                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
+            return drop
+
+        return step, False
+
     def _join(self, record: Record) -> None:
         key, value = record.key(), record.value()
         if key is None:
@@ -175,3 +197,23 @@ class KStreamGlobalKTableJoin(ContextualProcessor):
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value
+        (``process`` forwards it in a copy of the record, ``withValue``), or ``drop`` where
+        ``process`` drops or finds no table value in an inner join."""
+        keySelector, store, joiner = self.keySelector, self.store, self.joiner
+        withKey, leftJoin, context = self.withKey, self.leftJoin, self.context()
+
+        def step(key, value):
+            mappedKey = keySelector(key, value)
+            if not (leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
+                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
+                return drop
+            found = None if mappedKey is None else store.get(mappedKey)
+            tableValue = None if found is None else found.value
+            if leftJoin or tableValue is not None:
+                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
+            return drop
+
+        return step, False
