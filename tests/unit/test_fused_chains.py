@@ -201,3 +201,51 @@ def test_a_versioned_or_buffered_join_ends_the_chain():
      .to("out"))
     with TopologyTestDriver(b.build()) as d:
         assert d._task.fusedChains == [["f"]]
+
+
+def onTask(raws, fused):
+    """As the Spark host runs a task: records added per batch, ``processAll`` and commit."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.record_queue import RawRecord
+
+    b = StreamsBuilder()
+    s = Consumed.with_(Serdes.String(), Serdes.String())
+    table = b.table("t", s, Materialized.as_("t-store"))
+    b.stream("in", s).filter(predicate, named="f").join(table, tableJoiner, joined="tj").mapValues(mapper, named="m") \
+        .to("out", Produced.with_(Serdes.String(), Serdes.String()))
+    topo = b.build()
+    with fusing(fused):
+        task = StreamTask("0_0", topo.subtopologies()[0], topo.storeBuilders(),
+                          StreamsConfig({"application.id": "fused", "processing.exception.handler": RecordingHandler}),
+                          0, lambda t: t, lambda t: 2)
+        task.initialize()
+    CALLS.clear()
+    out, error = [], None
+    task.addRecords("t", [RawRecord(0, 0, b"a", b"T1"), RawRecord(1, 0, b"b", b"boom-j")], lag=0)
+    try:
+        for batch in (raws[:3], raws[3:]):
+            task.addRecords("in", [RawRecord(*r) for r in batch], lag=0)
+            task.processAll(0)
+            task.commit()
+            out += task.drainProduced()
+    except Exception as e:
+        error = (type(e).__name__, str(e))
+    return task.fusedChains, out, task.metrics.all(), list(CALLS), error
+
+
+@pytest.mark.parametrize("extracted", [None, -1])
+def test_process_all_on_a_task_equals_the_per_node_path(extracted):
+    """The Spark host's batches (``processAll``): the same output, counters and handler calls; a
+    record whose extracted timestamp a host gave as negative fails as a Record of it does
+    (``Malformed Record``), on both paths."""
+    raws = [(0, 5, b"a", b"x", (("h", b"1"),)), (1, 6, b"b", b"x", ()), (2, 7, b"a", b"boom-p", ()),
+            (3, 8, None, b"x", ()), (4, 9, b"a", b"y", (), extracted), (5, 10, b"a", b"boom-m", ())]
+    fused, plain = onTask(raws, True), onTask(raws, False)
+    assert fused[0] == [["f", "tj", "m"]] and plain[0] == []
+    assert fused[1:] == plain[1:]
+    if extracted is None:
+        assert [(r.key, r.value, r.timestamp, r.headers) for r in fused[1]] == [
+            (b"a", b"x|T1!", 5, (("h", b"1"),))]  # b: its joiner raised; a "y": filtered out
+        assert [c[0] for c in fused[3]] == ["tj", "f", "m"] and fused[4] is None
+    else:
+        assert fused[4] == ("ValueError", "Malformed Record: timestamp may not be negative. Got: -1")

@@ -88,10 +88,11 @@ def decodeHeaders(data: bytes | None) -> tuple:
 
 
 class _Node:
-    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink")
+    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink", "fused")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.fused = None  # a source's fused chain: its first node's call (StreamTask._fuseChains)
         self.children: list[_Node] = []
         self.processed = 0  # process-total, read through Metrics.addSource
         self.processor = None  # a processor node's Processor
@@ -706,6 +707,7 @@ class StreamTask:
             for node, step, passThrough in reversed(chain):
                 call = self._chainLink(node, step, passThrough, call)
             source.process = self._chainHead(source, call)
+            source.fused = call
             self.fusedChains.append([node.name for node, _, _ in chain])
 
     def _chainHead(self, source: _Node, first):
@@ -841,8 +843,18 @@ class StreamTask:
             return False
         context = self.context
         context.metadata = _tupleNew(RecordMetadata, record[4:])  # (topic, partition, offset), no NamedTuple __new__
+        timestamp, key, value, headers, _, _, _ = record
+        source = queue.sourceNode
         try:
-            queue.sourceNode.process(Record(record.key, record.value, record.timestamp, record.headers))
+            fused = source.fused
+            if fused is not None and timestamp >= 0 and type(headers) is tuple:
+                # the source's _chainHead without building the Record it would get: a Record of these
+                # arguments (Record() takes them as they are) is built if a handler or a pass-through
+                # first node needs it; the current node it leaves is reset below
+                source.processed += 1
+                fused(None, key, value, timestamp, headers)
+            else:
+                source.process(Record(key, value, timestamp, headers))
         finally:
             context.currentNode = None
             context.metadata = None

@@ -10,6 +10,7 @@ from ...serialization import Serde
 from ...state import StoreBuilder
 from ...state._stores import KeyValueBytesStoreSupplier, _StoreBase
 from .common import dropped
+from .ktable import _StoreGetter
 
 
 class KStreamKTableJoin(ContextualProcessor):
@@ -71,13 +72,16 @@ class KStreamKTableJoin(ContextualProcessor):
         which reads ``store.get(key)``); None otherwise."""
         if self.buffer is not None or self.versioned:
             return None
-        store, joiner, withKey, leftJoin, context = self.store, self.joiner, self.withKey, self.leftJoin, self.context()
+        joiner, withKey, leftJoin, context = self.joiner, self.withKey, self.leftJoin, self.context()
+        get = self.store.get
+        if type(self.store) is _StoreGetter and not self.store.versioned:
+            get = self.store.store.get  # what _StoreGetter.get returns for a store that is not versioned
 
         def step(key, value):
             if not (leftJoin and key is None and value is not None) and (key is None or value is None):
                 dropped(context, "null join key or value", "Skipping record due to null join key or value.")
                 return drop
-            found = None if key is None else store.get(key)
+            found = None if key is None else get(key)
             tableValue = None if found is None else found.value
             if leftJoin or tableValue is not None:
                 return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
