@@ -159,6 +159,55 @@ def test_each_source_reads_from_its_own_offset_reset_policy(spark, kafkaBroker, 
     assert topics.offsetsForTimes("reset-recent", now) == {0: 2}  # none that late: the end offset
 
 
+def test_a_first_batch_that_failed_after_one_task_committed_is_replayed_from_the_same_offsets(spark, kafkaBroker,
+                                                                                              tmp_path):
+    """Exactly once across a failure in a new checkpoint's first micro-batch: one task's
+    transaction committed its records and its partition's group offset, the other task failed.
+    Spark asks the source for its initial offsets again on restart; they are the ones kept in
+    subtopology-0/kspark-initial-offsets.json, not the group's offsets that the failed batch
+    committed, so the replayed batch rebuilds the committed task's counts (written once), and
+    the count goes on from them."""
+    import os
+    import time
+
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for name in ("first-in", "first-out"):
+        topics.createTopic(name, 2)
+    strings = Serdes.String()
+    fast, slow = (next(k for k in "abcdefgh" if partitionForKey(strings.serialize("t", k), 2) == p) for p in (0, 1))
+    flag = str(tmp_path / "fail")
+    open(flag, "w").close()
+
+    def failWhileFlagged(key, value):
+        if key == slow and os.path.exists(flag):
+            time.sleep(5)  # the other task commits its transaction first
+            raise RuntimeError("injected failure")
+        return value
+
+    def produce(records):
+        topics.produce("first-in", [(strings.serialize("t", k), strings.serialize("t", v), ts) for k, v, ts in records],
+                       partitioner=partitionForKey)
+
+    b = StreamsBuilder()
+    (b.stream("first-in", Consumed.with_(Serdes.String(), Serdes.String())).mapValues(failWhileFlagged)
+     .groupByKey().count().toStream().mapValues(str).to("first-out", Produced.with_(Serdes.String(), Serdes.String())))
+    props = kafkaProps(kafkaBroker, tmp_path, "first-batch", **{"statestore.cache.max.bytes": 0})
+    produce([(fast, "x", 1), (fast, "x", 2), (fast, "x", 3), (slow, "x", 4)])
+    streams = KafkaStreams(b.build(), props, spark=spark)
+    streams.start()
+    with pytest.raises(StreamsException, match="injected failure"):
+        streams.awaitTermination()
+    streams.close()
+    # the precondition: the fast task's transaction committed batch 0 before the slow one failed
+    assert {p: o for p, (o, _) in topics.committedOffsets("first-batch", "first-in").items()} == {0: 3}
+
+    os.remove(flag)
+    produce([(fast, "x", 5)])  # after batch 0's planned end: the next batch
+    run(b.build(), props, spark)
+    assert [(k.decode(), v.decode(), ts) for _, k, v, ts in readAll(topics, "first-out")] == [
+        (fast, "1", 1), (fast, "2", 2), (fast, "3", 3), (fast, "4", 5), (slow, "1", 4)]
+
+
 @pytest.mark.parametrize("handler", ["LogAndFailExceptionHandler", "LogAndContinueExceptionHandler", "dead-letter"])
 def test_poison_records_under_each_handler(spark, kafkaBroker, tmp_path, handler):
     """A value that is not a Long: the task fails naming topic, partition and offset

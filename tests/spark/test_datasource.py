@@ -356,6 +356,10 @@ def test_reader_start_positions_follow_each_topics_reset_policy(tmp_path):
     start = reader.initialOffset()
     assert {k: v for k, v in start.items() if "@" not in k} == {"a/0": 0, "b/0": 3, "c/0": 1}
     assert topics.offsetsForTimes("c", now) == {0: 3}  # none that late: the end offset
+    # a checkpoint's first positions, kept by KafkaStreams, are the start whatever the policies say
+    kept = {"a/0": 2, "b/0": 0, "c/0": 3, "a@id": topics.topicId("a")}
+    assert TopicsStreamReader({"root": str(tmp_path), "topics": "a,b,c", "autoOffsetReset": "latest",
+                               "initialOffsets": json.dumps(kept)}).initialOffset() == kept
     with pytest.raises(ValueError, match=r"must be one of earliest, latest, none or by_duration:<ms>, got 'by_duration:pt1h'"):
         TopicsStreamReader({"root": str(tmp_path), "topics": "a", "autoOffsetReset": "by_duration:PT1H"})
 

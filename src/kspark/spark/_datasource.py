@@ -386,7 +386,8 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     options : mapping of str to str
         The backend's options (:func:`openTopicsFromOptions`), ``topics`` and optionally
         ``maxRecordsPerTrigger`` (a positive integer), ``autoOffsetReset`` (default policy),
-        ``offsetResetPolicies`` (JSON object topic -> policy), ``groupId``.
+        ``offsetResetPolicies`` (JSON object topic -> policy), ``groupId``, ``initialOffsets``
+        (JSON object: the start positions of a new checkpoint, see :meth:`initialOffset`).
 
     Raises
     ------
@@ -426,6 +427,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._availableNowTargets: dict[str, int] | None = None
         self._heartbeat = options.get("heartbeat", "false").lower() == "true"
         self._unlimited = {t.strip() for t in options.get("unlimitedTopics", "").split(",") if t.strip()}
+        self._initialOffsets = json.loads(options["initialOffsets"]) if options.get("initialOffsets") else None
 
     def _policy(self, topic: str) -> str:
         return self._policies.get(topic, self._defaultPolicy)
@@ -447,7 +449,15 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return beginning if policy == "earliest" else end
 
     def initialOffset(self) -> dict:
-        """Start positions of a new checkpoint: the group's committed offsets, else the reset policy's."""
+        """Start positions of a new checkpoint: option ``initialOffsets`` (a JSON object, as this
+        method returns it) if given, else the group's committed offsets, else the reset policy's.
+
+        Spark asks again after a restart that interrupted the checkpoint's first batch, and
+        these positions can have moved by then (the interrupted batch's transactions committed
+        the group's offsets, ``latest`` moved on): ``KafkaStreams`` computes them once per
+        checkpoint and passes them in (``_kafka_streams.KafkaStreams._initialOffsets``)."""
+        if self._initialOffsets is not None:
+            return dict(self._initialOffsets)
         offsets = {}
         committed = self._committed()
         for topic in self._names:

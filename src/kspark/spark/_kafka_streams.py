@@ -443,6 +443,37 @@ class KafkaStreams:
         for checkpoint in fresh:
             stateDir.write(f"{checkpoint}/{self._FINGERPRINT}", fingerprint)
 
+    _INITIAL_OFFSETS = "kspark-initial-offsets.json"
+
+    def _initialOffsets(self, checkpoint: str, sourceOptions: dict) -> dict | None:
+        """Where the checkpoint ``checkpoint`` starts reading, computed once and kept next to it
+        (``subtopology-<n>/kspark-initial-offsets.json``), or None once it has committed a batch.
+
+        Spark asks a source for its initial offsets while the checkpoint has no committed batch,
+        so again after a crash in its first batch. Asked anew, the source could answer other
+        positions: the crashed batch's Kafka transactions may have committed the group's
+        offsets for some partitions, or ``latest`` has moved on. The replayed first batch would
+        then skip records whose updates its stores need (a count started again at 1). Spark's
+        own Kafka source keeps its initial offsets in the checkpoint for the same reason
+        (``KafkaSourceInitialOffsetWriter``). Until the first batch is planned nothing can have
+        moved, so they are computed again then (a changed ``auto.offset.reset`` counts)."""
+        from ._datasource import TopicsStreamReader
+
+        stateDir = self._stateDir()
+
+        def logged(log: str) -> bool:
+            return any(name.isdigit() for name in stateDir.list(f"{checkpoint}/{log}"))
+
+        if logged("commits"):
+            return None
+        path = f"{checkpoint}/{self._INITIAL_OFFSETS}"
+        saved = stateDir.readJson(path)
+        if saved is not None and logged("offsets"):
+            return saved
+        offsets = TopicsStreamReader(sourceOptions).initialOffset()
+        stateDir.write(path, json.dumps(offsets).encode())
+        return offsets
+
     def _runUntilCaughtUp(self, plans: list[dict]) -> None:
         """Run each sub-topology's query to the end of its inputs, upstream first. Where a
         sub-topology reads a topic that it or a later one writes (a foreign-key join's
@@ -498,19 +529,22 @@ class KafkaStreams:
         # micro-batch, not one row per record; layout=refs (local topics): one row per
         # topic-partition naming its range, which the task reads from the log itself (see _datasource)
         local = not self._config.usesKafka()
-        reader = (spark.readStream.format("kspark-topics").option("layout", "refs" if local else "chunks").options(**backend)
-                  .option("topics", ",".join(plan["sources"]))
-                  .option("autoOffsetReset", resetPolicy(self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")))
-                  .option("offsetResetPolicies", json.dumps(plan["offsetResetPolicies"])))
+        options = {**backend, "layout": "refs" if local else "chunks", "topics": ",".join(plan["sources"]),
+                   "autoOffsetReset": resetPolicy(self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest")),
+                   "offsetResetPolicies": json.dumps(plan["offsetResetPolicies"])}
         if self._config.usesKafka():
-            reader = reader.option("groupId", self._appId)
+            options["groupId"] = self._appId
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
-            reader = reader.option("maxRecordsPerTrigger", str(maxRecords))
+            options["maxRecordsPerTrigger"] = str(maxRecords)
         if plan["globalSources"]:  # read global topics to their end in every batch (see GlobalKTable)
-            reader = reader.option("unlimitedTopics", ",".join(plan["globalSources"]))
+            options["unlimitedTopics"] = ",".join(plan["globalSources"])
         if "processingTime" in trigger:  # wall-clock punctuation needs a batch per trigger
-            reader = reader.option("heartbeat", "true")
+            options["heartbeat"] = "true"
+        initial = self._initialOffsets(f"subtopology-{sub.id}", options)
+        if initial is not None:
+            options["initialOffsets"] = json.dumps(initial)
+        reader = spark.readStream.format("kspark-topics").options(**options)
         keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
         taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),
                                F.col("partition"))
