@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kspark import Consumed, Materialized, Produced, PunctuationType, Serdes, StreamsBuilder
 from kspark.errors import ProcessingExceptionHandler, ProcessingHandlerResponse
-from kspark.processor import ContextualProcessor
+from kspark.processor import ContextualProcessor, Record
 from kspark.runtime.stream_task import StreamTask
 from kspark.serialization import IncompatibleTypeException
 from kspark.testing import TopologyTestDriver
@@ -51,7 +51,7 @@ class Tail(ContextualProcessor):
 
     def punctuate(self, ts):
         Tail.seen.append(("punctuate", ts))
-        self.context().forward(__import__("kspark").Record("p", str(ts), ts))
+        self.context().forward(Record("p", str(ts), ts))
 
     def process(self, record):
         ctx = self.context()

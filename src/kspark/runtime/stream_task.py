@@ -679,10 +679,10 @@ class StreamTask:
         (tests/unit/test_fused_chains.py runs both on the same input):
         - the same ``process-total`` counts, current node and record metadata during each
           step, and ``forward`` of the last node's output record with that node current;
-        - the same record objects wherever the per-node path has one: the source's record is
-          the first node's input, a pass-through node's output is its input, a new ``Record``
-          otherwise (``withValue``'s copy); an input record the per-node path would have built
-          is built only when a handler needs it, with the same key, value, timestamp and headers;
+        - the same record objects wherever one can be seen: a pass-through node's output is its
+          input, a new ``Record`` otherwise (``withValue``'s copy); any other input record (the
+          first node's, which ``StreamTask.process`` does not build) is built only when a handler
+          needs it, with the same key, value, timestamp and headers: nothing else holds it;
         - exceptions: each node's call catches what its step or anything below it raises and
           hands it to ``_processingFailed`` exactly as the node wrapper does, nested in the same
           order, so handler calls, counters and re-raised errors are the same (the current node
