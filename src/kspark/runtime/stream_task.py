@@ -724,35 +724,27 @@ class StreamTask:
 
     def _chainLink(self, node: _Node, step, passThrough: bool, following):
         """One node of a fused chain: ``call(rec, key, value, timestamp, headers)``, ``rec`` the
-        node's input ``Record`` if the per-node path has one, else None. ``following``: the next
-        node's call, None for the last node."""
+        node's input ``Record`` if one was built (the source's, or what a pass-through forwards),
+        else None. ``following``: the next node's call, None for the last node."""
         context, failed = self.context, self._processingFailed
 
-        if following is None:
-            def call(rec, key, value, timestamp: int, headers: tuple) -> None:
-                node.processed += 1
-                context.currentNode = node
-                try:
-                    out = step(key, value)
-                    if out is not _DROP:
-                        if passThrough:
-                            if rec is None:
-                                rec = Record(key, value, timestamp, headers)
-                            context.forward(rec)
-                        else:
-                            context.forward(Record(key, out, timestamp, headers))
-                except Exception as e:
-                    failed(node, rec if rec is not None else Record(key, value, timestamp, headers), e)
-        else:
-            def call(rec, key, value, timestamp: int, headers: tuple) -> None:
-                node.processed += 1
-                context.currentNode = node
-                try:
-                    out = step(key, value)
-                    if out is not _DROP:
-                        following(rec if passThrough else None, key, out, timestamp, headers)
-                except Exception as e:
-                    failed(node, rec if rec is not None else Record(key, value, timestamp, headers), e)
+        def call(rec, key, value, timestamp: int, headers: tuple) -> None:
+            node.processed += 1
+            context.currentNode = node
+            try:
+                out = step(key, value)
+                if out is _DROP:
+                    return
+                if following is not None:
+                    following(rec if passThrough else None, key, out, timestamp, headers)
+                elif passThrough:
+                    if rec is None:
+                        rec = Record(key, value, timestamp, headers)
+                    context.forward(rec)
+                else:
+                    context.forward(Record(key, out, timestamp, headers))
+            except Exception as e:
+                failed(node, rec if rec is not None else Record(key, value, timestamp, headers), e)
 
         return call
 
