@@ -29,6 +29,7 @@ __all__ = ["ProducedColumns", "ProducedRecord", "RecordContext", "StreamTask", "
 log = logging.getLogger("kspark.runtime")
 
 _tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
+_DROP = object()  # a fused chain step's result when its processor forwards nothing (see StreamTask._fuseChains)
 
 
 class ProducedRecord(NamedTuple):
@@ -87,10 +88,11 @@ def decodeHeaders(data: bytes | None) -> tuple:
 
 
 class _Node:
-    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink")
+    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink", "fused")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.fused = None  # a source's fused chain: its first node's call (StreamTask._fuseChains)
         self.children: list[_Node] = []
         self.processed = 0  # process-total, read through Metrics.addSource
         self.processor = None  # a processor node's Processor
@@ -449,6 +451,8 @@ class StreamTask:
         globalQueues: list[RecordQueue] = []
         self.queueOf: dict[str, RecordQueue] = {}
         self._nullKeyCounters: dict[str, Any] = {}
+        self._sourceNodes: list[_Node] = []
+        self.fusedChains: list[list[str]] = []  # node names of each chain _fuseChains fused
         for spec in subtopology.nodes:
             node = _Node(spec.name)
             node.processCounter = MetricName(
@@ -457,6 +461,7 @@ class StreamTask:
             self.metrics.addSource(node)
             if isinstance(spec, SourceNodeSpec):
                 node.process = self._forwarder(node)
+                self._sourceNodes.append(node)
                 if spec.isGlobal:  # one queue per partition of a global topic (see GlobalKTable)
                     globalQueues += globalRecordQueues(self, spec, node, topicName, numPartitions, config)
                 for topic in spec.topics if not spec.isGlobal else ():
@@ -508,6 +513,10 @@ class StreamTask:
         self._streamTimeHeap = self._queues[PunctuationType.STREAM_TIME]._heap  # empty: nothing scheduled
 
     # ------------------------------------------------------------------ node behaviour
+    # Whether initialize() fuses chains of built-in processors (_fuseChains); False keeps every
+    # node on the per-node path (tests compare both).
+    fuseChains = True
+
     def _forwarder(self, node: _Node):
         context = self.context
 
@@ -519,22 +528,28 @@ class StreamTask:
         return process
 
     def _processorCall(self, node: _Node, processor):
-        call = processor.process
+        call, failed = processor.process, self._processingFailed
 
         def process(record: Record) -> None:
             node.processed += 1
             try:
                 call(record)
             except Exception as e:
-                if getattr(e, "failedProcessing", False):  # a descendant's failure, handled there (FAIL)
-                    raise
-                if isinstance(e, IncompatibleTypeException):  # Java's ClassCastException: not this node's handler's
-                    raise classCastInvoking(node.name, record, e) from e.classCast()  # KIP-1033: handled at the failing node; siblings go on
-                # (Kafka's ProcessorNode: a StreamsException too, such as a sink's serialization
-                # error, which a sink has no handler of its own for)
-                self._onProcessingError(node, record, e)
+                failed(node, record, e)
 
         return process
+
+    def _processingFailed(self, node: _Node, record: Record, e: Exception) -> None:
+        """What a processor node does with an exception raised by its processor or below it
+        (Kafka's ``ProcessorNode.process``): returns when the processing handler says CONTINUE
+        (the record is dropped and counted), raises otherwise. ``record`` is the node's input."""
+        if getattr(e, "failedProcessing", False):  # a descendant's failure, handled there (FAIL)
+            raise e
+        if isinstance(e, IncompatibleTypeException):  # Java's ClassCastException: not this node's handler's
+            raise classCastInvoking(node.name, record, e) from e.classCast()  # KIP-1033: handled at the failing node; siblings go on
+        # (Kafka's ProcessorNode: a StreamsException too, such as a sink's serialization
+        # error, which a sink has no handler of its own for)
+        self._onProcessingError(node, record, e)
 
     # ------------------------------------------------------------------ error handling
     def _errorContext(self, node: _Node | None, record: Record | None, raw=None) -> ErrorHandlerContext:
@@ -620,6 +635,8 @@ class StreamTask:
         self.context.currentNode = None
         self._restoredSchedules = {}
         self._fastPath = self._buildFastPath()
+        if self.fuseChains:
+            self._fuseChains()
 
     def _buildFastPath(self):
         """A fused record loop for the whole task, or None (kspark internal).
@@ -643,6 +660,93 @@ class StreamTask:
         node = source.children[0]
         factory = getattr(node.processor, "fastPath", None)
         return None if factory is None else factory(self, source, node, queue)
+
+    def _fuseChains(self) -> None:
+        """Give each source node whose records pass through a chain of built-in processors one
+        call per processor instead of ``forward`` -> node wrapper -> ``process`` -> ``forward``.
+
+        A chain is the source's only child, that node's only child, and so on, while the node's
+        processor has ``fusedStep(drop)`` and it returns ``(step, passThrough)`` (not None; called
+        after ``init``). Its contract: ``step(key, value)`` returns the value of the record that
+        ``process`` would ``forward`` (one record, same key, timestamp and headers, no child name),
+        or ``drop`` when ``process`` forwards nothing; it has every other effect ``process`` has
+        (store reads, dropped-record counters and warnings through the context, whose current node
+        is the processor's, exceptions) and no other; ``passThrough``: ``process`` forwards its
+        input record object itself (a filter) rather than a copy. Every node of a chain but the
+        last has exactly one child (the next); the last forwards to its children as usual.
+
+        Conditions under which the fused call computes exactly what the per-node path computes
+        (tests/unit/test_fused_chains.py runs both on the same input):
+        - the same ``process-total`` counts, current node and record metadata during each
+          step, and ``forward`` of the last node's output record with that node current;
+        - the same record objects wherever one can be seen: a pass-through node's output is its
+          input, a new ``Record`` otherwise (``withValue``'s copy); any other input record (the
+          first node's, which ``StreamTask.process`` does not build) is built only when a handler
+          needs it, with the same key, value, timestamp and headers: nothing else holds it;
+        - exceptions: each node's call catches what its step or anything below it raises and
+          hands it to ``_processingFailed`` exactly as the node wrapper does, nested in the same
+          order, so handler calls, counters and re-raised errors are the same (the current node
+          is not reset for the handler, which sees only its ``ErrorHandlerContext``);
+        - other parents of a chain node (a merge) still call its wrapper; only the source's
+          ``process`` changes. A processor without ``fusedStep``, or whose ``fusedStep`` returns
+          None (its conditions fail, e.g. a versioned or buffered join), ends the chain.
+        """
+        for source in self._sourceNodes:
+            chain, node = [], source
+            while len(node.children) == 1:
+                child = node.children[0]
+                factory = getattr(child.processor, "fusedStep", None)
+                made = None if factory is None else factory(_DROP)
+                if made is None:
+                    break
+                chain.append((child, *made))
+                node = child
+            if not chain:
+                continue
+            call = None
+            for node, step, passThrough in reversed(chain):
+                call = self._chainLink(node, step, passThrough, call)
+            source.process = self._chainHead(source, call)
+            source.fused = call
+            self.fusedChains.append([node.name for node, _, _ in chain])
+
+    def _chainHead(self, source: _Node, first):
+        context = self.context
+
+        def process(record: Record) -> None:  # the source's _forwarder, the first node's input = record
+            source.processed += 1
+            try:
+                first(record, record._key, record._value, record._timestamp, record._headers)
+            finally:
+                context.currentNode = source
+
+        return process
+
+    def _chainLink(self, node: _Node, step, passThrough: bool, following):
+        """One node of a fused chain: ``call(rec, key, value, timestamp, headers)``, ``rec`` the
+        node's input ``Record`` if one was built (the source's, or what a pass-through forwards),
+        else None. ``following``: the next node's call, None for the last node."""
+        context, failed = self.context, self._processingFailed
+
+        def call(rec, key, value, timestamp: int, headers: tuple) -> None:
+            node.processed += 1
+            context.currentNode = node
+            try:
+                out = step(key, value)
+                if out is _DROP:
+                    return
+                if following is not None:
+                    following(rec if passThrough else None, key, out, timestamp, headers)
+                elif passThrough:
+                    if rec is None:
+                        rec = Record(key, value, timestamp, headers)
+                    context.forward(rec)
+                else:
+                    context.forward(Record(key, out, timestamp, headers))
+            except Exception as e:
+                failed(node, rec if rec is not None else Record(key, value, timestamp, headers), e)
+
+        return call
 
     # ------------------------------------------------------------------ punctuation
     def schedule(self, node: _Node, interval: int, type: PunctuationType, punctuator) -> Cancellable:
@@ -731,8 +835,18 @@ class StreamTask:
             return False
         context = self.context
         context.metadata = _tupleNew(RecordMetadata, record[4:])  # (topic, partition, offset), no NamedTuple __new__
+        timestamp, key, value, headers, _, _, _ = record
+        source = queue.sourceNode
         try:
-            queue.sourceNode.process(Record(record.key, record.value, record.timestamp, record.headers))
+            fused = source.fused
+            if fused is not None and timestamp >= 0 and type(headers) is tuple:
+                # the source's _chainHead without building the Record it would get: a Record of these
+                # arguments (Record() takes them as they are) is built if a handler or a pass-through
+                # first node needs it; the current node it leaves is reset below
+                source.processed += 1
+                fused(None, key, value, timestamp, headers)
+            else:
+                source.process(Record(key, value, timestamp, headers))
         finally:
             context.currentNode = None
             context.metadata = None

@@ -27,6 +27,16 @@ class KStreamFilter(ContextualProcessor):
         if self.filterNot ^ bool(self.predicate(record.key(), record.value())):
             self.context().forward(record)
 
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the value when
+        the record passes (a pass-through: ``process`` forwards its input record), else ``drop``."""
+        predicate, filterNot = self.predicate, self.filterNot
+
+        def step(key, value):
+            return value if filterNot ^ bool(predicate(key, value)) else drop
+
+        return step, True
+
 
 class KStreamMapValues(ContextualProcessor):
     def __init__(self, mapper, withKey: bool) -> None:
@@ -35,6 +45,14 @@ class KStreamMapValues(ContextualProcessor):
     def process(self, record: Record) -> None:
         value = self.mapper(record.key(), record.value()) if self.withKey else self.mapper(record.value())
         self.context().forward(record.withValue(value))
+
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the mapped value
+        (``process`` forwards it in a copy of the record, ``withValue``)."""
+        mapper = self.mapper
+        if self.withKey:
+            return mapper, False
+        return (lambda key, value: mapper(value)), False
 
 
 class KStreamMap(ContextualProcessor):

@@ -10,6 +10,7 @@ from ...serialization import Serde
 from ...state import StoreBuilder
 from ...state._stores import KeyValueBytesStoreSupplier, _StoreBase
 from .common import dropped
+from .ktable import _StoreGetter
 
 
 class KStreamKTableJoin(ContextualProcessor):
@@ -62,6 +63,31 @@ class KStreamKTableJoin(ContextualProcessor):
                 self._join(buffered)
         finally:
             context.metadata = current
+
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value
+        (``process`` forwards it in a copy of the record, ``withValue``), or ``drop`` where
+        ``process`` drops or finds no table value in an inner join. Only without a grace-period
+        buffer and for a table that is not versioned (``process`` then calls ``_join`` at once,
+        which reads ``store.get(key)``); None otherwise."""
+        if self.buffer is not None or self.versioned:
+            return None
+        joiner, withKey, leftJoin, context = self.joiner, self.withKey, self.leftJoin, self.context()
+        get = self.store.get
+        if type(self.store) is _StoreGetter and not self.store.versioned:
+            get = self.store.store.get  # what _StoreGetter.get returns for a store that is not versioned
+
+        def step(key, value):
+            if not (leftJoin and key is None and value is not None) and (key is None or value is None):
+                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
+                return drop
+            found = None if key is None else get(key)
+            tableValue = None if found is None else found.value
+            if leftJoin or tableValue is not None:
+                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
+            return drop
+
+        return step, False
 
     def _join(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -175,3 +201,23 @@ class KStreamGlobalKTableJoin(ContextualProcessor):
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+    def fusedStep(self, drop):
+        """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value
+        (``process`` forwards it in a copy of the record, ``withValue``), or ``drop`` where
+        ``process`` drops or finds no table value in an inner join."""
+        keySelector, store, joiner = self.keySelector, self.store, self.joiner
+        withKey, leftJoin, context = self.withKey, self.leftJoin, self.context()
+
+        def step(key, value):
+            mappedKey = keySelector(key, value)
+            if not (leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
+                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
+                return drop
+            found = None if mappedKey is None else store.get(mappedKey)
+            tableValue = None if found is None else found.value
+            if leftJoin or tableValue is not None:
+                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
+            return drop
+
+        return step, False
