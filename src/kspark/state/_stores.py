@@ -4,7 +4,7 @@ import bisect
 import logging
 from typing import Any, NamedTuple
 
-from ..serialization import Serde
+from ..serialization import Serde, _JsonSerde, _StringSerde
 from ._window import SessionWindow, TimeWindow, Windowed
 
 __all__ = [
@@ -22,6 +22,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("kspark.state")
+
+
+_tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
 
 
 class ValueAndTimestamp(NamedTuple):
@@ -87,6 +90,10 @@ class _Frozen(bytes):
 
 # values stored as they are: nobody can change them in place (a tuple may hold mutable values)
 _IMMUTABLE = frozenset({int, float, str, bool, bytes, type(None), complex, _Frozen})
+# the types json.loads gives that nobody can change in place, and how many values a store keeps
+# decoded by _deserializeFrozen (then it starts again from none: a bound, not an LRU)
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+_THAWED_ENTRIES = 65_536
 
 
 class _StoreBase:
@@ -98,6 +105,10 @@ class _StoreBase:
     after ``put``, or one returned by ``get``, never changes the store, and a value that its
     serde cannot serialize fails at ``put``, as in Kafka. ``ValueAndTimestamp`` values are frozen inside.
     """
+
+    # frozen bytes -> their JSON value, a flat dict or list (_deserializeFrozen's fast path); an
+    # instance's own dict from its first such read
+    _thawed: dict | None = None
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
         self._name, self._keySerde, self._valueSerde, self._persistent = name, keySerde, valueSerde, persistent
@@ -124,6 +135,11 @@ class _StoreBase:
         self._open = False
 
     def _keyBytes(self, key: Any) -> bytes:
+        if type(key) is str and type(self._keySerde) is _StringSerde:
+            try:  # what _StringSerde.serialize returns for a str, without its call
+                return key.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: the serde's own way (Java's '?')
+                pass
         if key is None:
             raise TypeError(f"Null key is not allowed in store {self._name}")
         return self._keySerde.serialize(self._serdeTopic, key)
@@ -142,14 +158,47 @@ class _StoreBase:
 
     def _thaw(self, stored: Any) -> Any:
         """A new object for a stored value (the inverse of ``_freeze``)."""
+        t = type(stored)
+        if t is ValueAndTimestamp:
+            frozen = stored[0]
+            if type(frozen) is not _Frozen:
+                return stored
+            memo = self._thawed  # _deserializeFrozen's fast path, inline: one call less per read
+            value = None if memo is None else memo.get(frozen)
+            return _tupleNew(ValueAndTimestamp, (self._deserializeFrozen(frozen) if value is None else value.copy(),
+                                                 stored[1]))
+        if t is _Frozen:
+            return self._deserializeFrozen(stored)
+        return stored
+
+    def _deserializeFrozen(self, frozen: _Frozen) -> Any:
+        """The value serde's value of ``frozen``: a new object at every call.
+
+        Fast path, for the built-in JSON serde only: its ``deserialize`` is a pure function of
+        the bytes (no state, no side effect, the topic unused), so the value of bytes read before
+        can be kept by their content. A value is kept only if it is a dict or list whose items
+        are all of JSON's immutable types (str, int, float, bool, None); a shallow copy of it is
+        then equal to what ``deserialize`` returns and shares nothing that can be changed in
+        place, which is all a caller can tell of a new deserialization. Anything else (nested
+        containers, other serdes) is deserialized at every read. ``tests/unit/test_store_thaw.py``
+        compares both paths."""
+        memo = self._thawed
+        if memo is not None:
+            value = memo.get(frozen)
+            if value is not None:
+                return value.copy()
         # serdes get plain bytes, as they do from a topic: some accept no bytes subclass (orjson,
         # which the JSON serde uses, refuses one, so every read took its slower fallback)
-        t = type(stored)
-        if t is _Frozen:
-            return self._valueSerde.deserialize(self._serdeTopic, bytes(stored))
-        if t is ValueAndTimestamp and type(stored[0]) is _Frozen:
-            return ValueAndTimestamp(self._valueSerde.deserialize(self._serdeTopic, bytes(stored[0])), stored[1])
-        return stored
+        value = self._valueSerde.deserialize(self._serdeTopic, bytes(frozen))
+        if type(self._valueSerde) is _JsonSerde:
+            t = type(value)
+            if (t is dict and all(type(v) in _JSON_SCALARS for v in value.values())) or (
+                    t is list and all(type(v) in _JSON_SCALARS for v in value)):
+                if memo is None or len(memo) >= _THAWED_ENTRIES:
+                    memo = self._thawed = {}
+                memo[frozen] = value
+                return value.copy()
+        return value
 
 
 class _TimeOrderedStoreBase(_StoreBase):

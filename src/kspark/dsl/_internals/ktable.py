@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ...errors import TopologyException
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp, VersionedKeyValueStore
+from ...state._stores import _IMMUTABLE, KeyValueStore, TimestampedKeyValueStore
 from ...state._versioned import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedStoreBuilder
 from .cache import RecordCache
 from .common import Change, dropped
@@ -51,6 +52,10 @@ class KTableSource(ContextualProcessor):
         self.store = None if self.storeName is None else context.getStateStore(self.storeName)
         self.cache = RecordCache(self, self.caching and self.store is not None and context.cachingEnabled(),
                                  self.store, "keyValue")
+        # With the record cache on a store of ours, a value is serialized once: the store's bytes
+        # (_freeze) are what the store keeps and what the cache holds (RecordCache.forward would
+        # serialize the same value with the same serde again, and keeps _Frozen bytes as they are).
+        self._freezeOnce = self.cache.enabled and type(self.store) in (TimestampedKeyValueStore, KeyValueStore)
 
     def process(self, record: Record) -> None:
         key = record.key()
@@ -70,6 +75,8 @@ class KTableSource(ContextualProcessor):
                     self.storeName, old.timestamp, record.timestamp(),
                 )
         value = record.value()
+        if value is not None and self._freezeOnce and type(value) not in _IMMUTABLE:
+            value = self.store._freeze(value)  # the same bytes put would keep and the cache hold
         self.store.put(key, None if value is None else ValueAndTimestamp(value, record.timestamp()))
         self.cache.forward(record.withValue(Change(value, oldValue if self.sendOldValues else None)), old is not None)
 
