@@ -139,3 +139,20 @@ def test_a_cached_ktable_source_serializes_each_update_once():
         # one serialization per update, what the store and the cache hold (the cache serialized
         # the same value again before: 6 with the cache)
         assert serde.writes == 3, (cacheBytes, serde.writes)
+
+
+def test_the_kept_values_are_bounded_by_the_store_size_or_4096():
+    from kspark.state._stores import _THAWED_ENTRIES
+
+    s = store()  # one key whose value changes: the values of the past are let go
+    for i in range(_THAWED_ENTRIES + 10):
+        s.put("k", {"i": i})
+        assert s.get("k") == {"i": i}
+    assert 0 < len(s._thawed) <= _THAWED_ENTRIES
+    many = store()  # more keys than 4,096, each read again and again: all of them kept
+    n = _THAWED_ENTRIES + 100
+    for i in range(n):
+        many.put(f"k{i}", {"i": i})
+    for _ in range(2):
+        assert [many.get(f"k{i}") for i in range(n)] == [{"i": i} for i in range(n)]
+    assert len(many._thawed) == n

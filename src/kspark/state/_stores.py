@@ -91,9 +91,11 @@ class _Frozen(bytes):
 # values stored as they are: nobody can change them in place (a tuple may hold mutable values)
 _IMMUTABLE = frozenset({int, float, str, bool, bytes, type(None), complex, _Frozen})
 # the types json.loads gives that nobody can change in place, and how many values a store keeps
-# decoded by _deserializeFrozen (then it starts again from none: a bound, not an LRU)
+# decoded by _deserializeFrozen at least: as many as it holds entries if that is more, so that
+# the values a task reads again and again stay (P2's join reads ~8K table and ~22K global keys;
+# 4,096 alone decoded them again and again). Then it starts again from none: a bound, not an LRU.
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
-_THAWED_ENTRIES = 65_536
+_THAWED_ENTRIES = 4096
 
 
 class _StoreBase:
@@ -180,7 +182,7 @@ class _StoreBase:
         are all of JSON's immutable types (str, int, float, bool, None); a shallow copy of it is
         then equal to what ``deserialize`` returns and shares nothing that can be changed in
         place, which is all a caller can tell of a new deserialization. Anything else (nested
-        containers, other serdes) is deserialized at every read. ``tests/unit/test_store_thaw.py``
+        containers, other serdes) is deserialized at every read. ``tests/unit/test_store_fast_paths.py``
         compares both paths."""
         memo = self._thawed
         if memo is not None:
@@ -194,7 +196,7 @@ class _StoreBase:
             t = type(value)
             if (t is dict and all(type(v) in _JSON_SCALARS for v in value.values())) or (
                     t is list and all(type(v) in _JSON_SCALARS for v in value)):
-                if memo is None or len(memo) >= _THAWED_ENTRIES:
+                if memo is None or (len(memo) >= _THAWED_ENTRIES and len(memo) >= len(getattr(self, "_data", ()))):
                     memo = self._thawed = {}
                 memo[frozen] = value
                 return value.copy()
