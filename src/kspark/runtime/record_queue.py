@@ -291,6 +291,30 @@ class PartitionGroup:
                 ready = False
         return ready
 
+    def nextReadyRecord(self, wallClockTime: int) -> tuple[StampedRecord, RecordQueue] | tuple[None, None]:
+        """``nextRecord()`` if ``readyToProcess(wallClockTime)``, else ``(None, None)``. When every
+        queue has a head (a task's usual state in a batch) both come down to one pass over the
+        queues: ready, no queue idling, and the head with the smallest timestamp, the first
+        queue's on ties; otherwise it calls the two."""
+        best = bestTimestamp = None
+        for q in self.queues:
+            h = q.head
+            if h is None:
+                break
+            if best is None or h.timestamp < bestTimestamp:
+                best, bestTimestamp = q, h.timestamp
+        else:
+            if best is not None:
+                if self._idleStart:
+                    self._idleStart.clear()
+                record = best.poll()
+                if record.timestamp > self.streamTime and not best.isGlobal:
+                    self.streamTime = record.timestamp
+                return record, best
+        if not self.readyToProcess(wallClockTime):
+            return None, None
+        return self.nextRecord()
+
     def nextRecord(self) -> tuple[StampedRecord, RecordQueue] | tuple[None, None]:
         queues = self.queues
         if len(queues) == 1:

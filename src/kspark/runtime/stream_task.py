@@ -828,9 +828,7 @@ class StreamTask:
         self.wallClockTime = wallClockTime
         if self._fastPath is not None and not self._streamTimeHeap:
             return self._fastPath(1) > 0
-        if not self.partitionGroup.readyToProcess(wallClockTime):
-            return False
-        record, queue = self.partitionGroup.nextRecord()
+        record, queue = self.partitionGroup.nextReadyRecord(wallClockTime)
         if record is None:
             return False
         context = self.context
