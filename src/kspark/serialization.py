@@ -464,7 +464,7 @@ class _JsonSerde(Serde):
         # Fast path: orjson (≈3x faster) for a flat dict with str keys, or a flat list, whose
         # values are all of exact type str, int, bool or None. For those orjson writes the same
         # bytes as the json.dumps below (same key order and separators, ints in decimal, the same
-        # string escapes for every code point: tests/unit/test_json_serde_fast_paths.py checks all
+        # string escapes for every code point: tests/unit/test_json_serde.py checks all
         # of them); what it refuses (ints beyond 64 bits, lone surrogates) goes to json.dumps,
         # which gives its own value or error. Floats are left to json (its repr differs from
         # orjson's in exponents: 1e+16 / 1e16) and so are subclasses and every other type.
