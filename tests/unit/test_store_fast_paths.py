@@ -156,3 +156,18 @@ def test_the_kept_values_are_bounded_by_the_store_size_or_4096():
     for _ in range(2):
         assert [many.get(f"k{i}") for i in range(n)] == [{"i": i} for i in range(n)]
     assert len(many._thawed) == n
+
+
+def test_get_value_is_get_then_value():
+    # TimestampedKeyValueStore._getValue, the fused stream-table joins' read
+    s = store(TimestampedKeyValueStore)
+    s.put("flat", ValueAndTimestamp({"eps": "1", "n": 2}, 5))
+    s.put("nested", ValueAndTimestamp({"inner": [1, {"a": None}]}, 6))
+    s.put("text", ValueAndTimestamp("plain", 7))
+    for key in ("flat", "nested", "text", "absent", "flat"):
+        found = s.get(key)
+        got = s._getValue(key)
+        assert got == (None if found is None else found.value)
+        if isinstance(got, dict):
+            got.clear()  # a new object: the store and later reads keep the value
+            assert s._getValue(key) == found.value

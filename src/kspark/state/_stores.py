@@ -382,6 +382,23 @@ class TimestampedKeyValueStore(KeyValueStore):
     Used by KTables (rule T-17).
     """
 
+    def _getValue(self, key: Any) -> Any:
+        """``get(key).value``, None if absent, without building the ``ValueAndTimestamp``: the
+        read of the fused stream-table joins (``KStreamKTableJoin.fusedStep``). The same value
+        as ``get``: ``_thaw``'s steps for a ``ValueAndTimestamp``, and ``get`` itself otherwise."""
+        entry = self._data.get(self._keyBytes(key))
+        if entry is None:
+            return None
+        stored = entry[1]
+        if type(stored) is not ValueAndTimestamp:
+            return self._thaw(stored).value
+        frozen = stored[0]
+        if type(frozen) is not _Frozen:
+            return frozen
+        memo = self._thawed
+        value = None if memo is None else memo.get(frozen)
+        return self._deserializeFrozen(frozen) if value is None else value.copy()
+
 
 class WindowStore(_TimeOrderedStoreBase):
     """Values per (key, window start) of one task (Kafka ``WindowStore``; here timestamped:

@@ -8,7 +8,7 @@ import bisect
 from ...processor import ContextualProcessor, Record
 from ...serialization import Serde
 from ...state import StoreBuilder
-from ...state._stores import KeyValueBytesStoreSupplier, _StoreBase
+from ...state._stores import KeyValueBytesStoreSupplier, TimestampedKeyValueStore, _StoreBase
 from .common import dropped
 from .ktable import _StoreGetter
 
@@ -73,16 +73,16 @@ class KStreamKTableJoin(ContextualProcessor):
         if self.buffer is not None or self.versioned:
             return None
         joiner, withKey, leftJoin, context = self.joiner, self.withKey, self.leftJoin, self.context()
-        get = self.store.get
-        if type(self.store) is _StoreGetter and not self.store.versioned:
-            get = self.store.store.get  # what _StoreGetter.get returns for a store that is not versioned
+        store = self.store
+        if type(store) is _StoreGetter and not store.versioned:
+            store = store.store  # what _StoreGetter.get reads for a store that is not versioned
+        valueOf = _valueReader(store)
 
         def step(key, value):
             if not (leftJoin and key is None and value is not None) and (key is None or value is None):
                 dropped(context, "null join key or value", "Skipping record due to null join key or value.")
                 return drop
-            found = None if key is None else get(key)
-            tableValue = None if found is None else found.value
+            tableValue = None if key is None else valueOf(key)
             if leftJoin or tableValue is not None:
                 return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
             return drop
@@ -99,6 +99,21 @@ class KStreamKTableJoin(ContextualProcessor):
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+
+def _valueReader(store):
+    """``key -> store.get(key).value`` (None if absent) for a fused join step: the store's own
+    ``_getValue`` for a ``TimestampedKeyValueStore`` (no ``ValueAndTimestamp`` built), ``get``
+    otherwise."""
+    if type(store) is TimestampedKeyValueStore:
+        return store._getValue
+    get = store.get
+
+    def valueOf(key):
+        found = get(key)
+        return None if found is None else found.value
+
+    return valueOf
 
 
 class StreamTableJoinBuffer(_StoreBase):
@@ -206,16 +221,18 @@ class KStreamGlobalKTableJoin(ContextualProcessor):
         """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value
         (``process`` forwards it in a copy of the record, ``withValue``), or ``drop`` where
         ``process`` drops or finds no table value in an inner join."""
+        from ...runtime.global_state import ReadOnlyStore
+
         keySelector, store, joiner = self.keySelector, self.store, self.joiner
         withKey, leftJoin, context = self.withKey, self.leftJoin, self.context()
+        valueOf = _valueReader(store._store if type(store) is ReadOnlyStore else store)  # reads pass through
 
         def step(key, value):
             mappedKey = keySelector(key, value)
             if not (leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
                 dropped(context, "null join key or value", "Skipping record due to null join key or value.")
                 return drop
-            found = None if mappedKey is None else store.get(mappedKey)
-            tableValue = None if found is None else found.value
+            tableValue = None if mappedKey is None else valueOf(mappedKey)
             if leftJoin or tableValue is not None:
                 return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
             return drop
