@@ -206,10 +206,11 @@ class RecordQueue:
             if not self._raw:
                 self._materialize(MATERIALIZE_ROWS)
             raw = self._raw.popleft()
-            topic = self.topic if self.recordTopics is None else self.recordTopics.pop(raw.offset, self.topic)
+            offset, timestamp, rawKey, rawValue, headers, extracted = raw
+            topic = self.topic if self.recordTopics is None else self.recordTopics.pop(offset, self.topic)
             try:
-                key = self._keySerde.deserialize(topic, raw.key)
-                value = self._valueSerde.deserialize(topic, raw.value)
+                key = self._keySerde.deserialize(topic, rawKey)
+                value = self._valueSerde.deserialize(topic, rawValue)
             except Exception as e:
                 if self.onDeserializationError(self, raw, e):
                     continue  # skipped and counted by the handler's CONTINUE
@@ -219,11 +220,11 @@ class RecordQueue:
                     f"the deserialization.exception.handler appropriately. topic={self.topic}, "
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
-            if raw.extracted is not None:
-                self.head = _tupleNew(StampedRecord, (raw.extracted, key, value, raw.headers, topic, self.partition, raw.offset))
+            if extracted is not None:
+                self.head = _tupleNew(StampedRecord, (extracted, key, value, headers, topic, self.partition, offset))
                 self._headRaw = raw
                 continue
-            consumerRecord = ConsumerRecord(topic, self.partition, raw.offset, raw.timestamp, key, value, raw.headers)
+            consumerRecord = ConsumerRecord(topic, self.partition, offset, timestamp, key, value, headers)
             try:
                 ts = self._extractor.extract(consumerRecord, self.partitionTime)
             except StreamsException:
@@ -236,11 +237,11 @@ class RecordQueue:
                 log.warning(
                     "Skipping record due to negative extracted timestamp. topic=[%s] partition=[%d] offset=[%d] "
                     "extractedTimestamp=[%d] extractor=[%s]",
-                    self.topic, self.partition, raw.offset, ts, type(self._extractor).__qualname__,
+                    self.topic, self.partition, offset, ts, type(self._extractor).__qualname__,
                 )
                 self._metrics.recordDropped(self._taskId, self.sourceNodeName, "negative extracted timestamp")
                 continue
-            self.head = _tupleNew(StampedRecord, (ts, key, value, raw.headers, topic, self.partition, raw.offset))
+            self.head = _tupleNew(StampedRecord, (ts, key, value, headers, topic, self.partition, offset))
             self._headRaw = raw
 
 
