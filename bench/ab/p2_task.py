@@ -96,19 +96,21 @@ def main() -> None:
     if args.floor:
         floor(topics, args.partition)
         return
-    perRecord = []
+    perRecord, cpuPerRecord = [], []
     for _ in range(args.reps):
         t = task(topics, args.subtopology, args.partition)
         n = sum(q.size() for q in t.queueOf.values())
-        started = time.perf_counter()
+        started, cpuStarted = time.perf_counter(), time.process_time()
         t.processAll(0)
         t.commit()
         perRecord.append((time.perf_counter() - started) / n * 1e6)
+        cpuPerRecord.append((time.process_time() - cpuStarted) / n * 1e6)
         out = t.drainProduced()
         digest = hashlib.sha256(repr([(r.topic, r.partition, r.timestamp, r.key, r.value) for r in out]).encode())
         del t
         gc.collect()
-    print(f"task {args.subtopology}_{args.partition}: {n} records, us per record {[round(x, 2) for x in perRecord]}, "
+    print(f"task {args.subtopology}_{args.partition}: {n} records, us per record {[round(x, 2) for x in perRecord]} "
+          f"(CPU {[round(x, 2) for x in cpuPerRecord]}), "
           f"{len(out)} produced, digest {digest.hexdigest()[:12]}")
 
 
