@@ -76,18 +76,7 @@ class KStreamKTableJoin(ContextualProcessor):
         store = self.store
         if type(store) is _StoreGetter and not store.versioned:
             store = store.store  # what _StoreGetter.get reads for a store that is not versioned
-        valueOf = _valueReader(store)
-
-        def step(key, value):
-            if not (leftJoin and key is None and value is not None) and (key is None or value is None):
-                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
-                return drop
-            tableValue = None if key is None else valueOf(key)
-            if leftJoin or tableValue is not None:
-                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
-            return drop
-
-        return step, False
+        return _joinStep(None, _valueReader(store), joiner, withKey, leftJoin, context, drop), False
 
     def _join(self, record: Record) -> None:
         key, value = record.key(), record.value()
@@ -99,6 +88,26 @@ class KStreamKTableJoin(ContextualProcessor):
         if self.leftJoin or tableValue is not None:
             joined = self.joiner(key, value, tableValue) if self.withKey else self.joiner(value, tableValue)
             self.context().forward(record.withValue(joined))
+
+
+def _joinStep(keySelector, valueOf, joiner, withKey: bool, leftJoin: bool, context, drop):
+    """The fused step of a stream-table join (J-1..J-4) or, with ``keySelector``, of a
+    stream-global-table join (J-7, J-8): the table is read at the record's key, or at
+    ``keySelector(key, value)``; a null lookup key or value drops the record (WARN and
+    ``dropped-records``) unless a left join has a null stream key and a value; the joined value,
+    or ``drop`` for an inner join that finds nothing."""
+
+    def step(key, value):
+        lookup = key if keySelector is None else keySelector(key, value)
+        if not (leftJoin and key is None and value is not None) and (lookup is None or value is None):
+            dropped(context, "null join key or value", "Skipping record due to null join key or value.")
+            return drop
+        tableValue = None if lookup is None else valueOf(lookup)
+        if leftJoin or tableValue is not None:
+            return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
+        return drop
+
+    return step
 
 
 def _valueReader(store):
@@ -226,15 +235,4 @@ class KStreamGlobalKTableJoin(ContextualProcessor):
         keySelector, store, joiner = self.keySelector, self.store, self.joiner
         withKey, leftJoin, context = self.withKey, self.leftJoin, self.context()
         valueOf = _valueReader(store._store if type(store) is ReadOnlyStore else store)  # reads pass through
-
-        def step(key, value):
-            mappedKey = keySelector(key, value)
-            if not (leftJoin and key is None and value is not None) and (mappedKey is None or value is None):
-                dropped(context, "null join key or value", "Skipping record due to null join key or value.")
-                return drop
-            tableValue = None if mappedKey is None else valueOf(mappedKey)
-            if leftJoin or tableValue is not None:
-                return joiner(key, value, tableValue) if withKey else joiner(value, tableValue)
-            return drop
-
-        return step, False
+        return _joinStep(keySelector, valueOf, joiner, withKey, leftJoin, context, drop), False
