@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true")
     args = parser.parse_args()
     topics = LocalTopics(args.topics)
+    if topics.partitionsFor("prices") is None:
+        sys.exit(f"no P2 topics in {args.topics}: run bench/run.py --only p2 first (it leaves them there)")
     if args.floor:
         floor(topics, args.partition)
         return
