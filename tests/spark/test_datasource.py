@@ -425,6 +425,35 @@ def test_reader_with_chunk_layout_yields_the_same_records_as_arrow_chunks_then_t
     assert empty.to_pylist() == [{"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 0, "end": 5}]
 
 
+def test_chunk_layout_splits_a_long_range_over_tasks_that_yield_its_records_and_one_marker(tmp_path, monkeypatch):
+    """layout=chunks: a range of more than SPLIT_OFFSETS offsets is planned as consecutive parts
+    of about equal size; together they yield the range's records in offset order and its marker
+    once (from the last part), as one part did. Other layouts keep one range per partition."""
+    import kspark.spark._datasource as ds
+
+    monkeypatch.setattr(ds, "SPLIT_OFFSETS", 4)
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 2)
+    topics.append("a", 0, rows(0, 0, 12))
+    topics.append("a", 1, rows(1, 0, 3))
+    options = {"root": str(tmp_path), "topics": "a"}
+    reader = TopicsStreamReader({**options, "layout": "chunks"})
+    start, end = {"a/0": 1, "a/1": 0}, {"a/0": 11, "a/1": 3, "a/0@logEnd": 12, "a/1@logEnd": 3}
+    planned = reader.partitions(start, end)
+    assert [(r.partition, r.start, r.end, r.lag, r.marker) for r in planned] == [
+        (0, 1, 4, 1, False), (0, 4, 7, 1, False), (0, 7, 11, 1, True), (1, 0, 3, 0, True)]
+    got = [row for r in reversed(planned) for row in pa.Table.from_batches(list(reader.read(r))).to_pylist()]
+    dataRows = sorted((r for r in got if r["offset"] >= 0 and r["partition"] == 0), key=lambda r: r["offset"])
+    whole = pa.Table.from_batches(list(reader.read(TopicPartitionRange("a", 0, 1, 11, 1))))
+    assert pa.concat_tables([decodeChunk(r["records"]) for r in dataRows]).equals(decodeChunk(whole.column("records")[0].as_py()))
+    assert [r for r in got if r["offset"] < 0] == [
+        {"topic": "a", "partition": 1, "offset": -1, "records": None, "lag": 0, "end": 3},
+        {"topic": "a", "partition": 0, "offset": -1, "records": None, "lag": 1, "end": 11}]
+    for layout in ("records", "refs"):
+        assert [(r.start, r.end) for r in TopicsStreamReader({**options, "layout": layout}).partitions(start, end)] == [
+            (1, 11), (0, 3)]
+
+
 def test_reader_with_refs_layout_yields_a_reference_to_the_range_which_reads_the_chunks_records(tmp_path):
     """Local topics, layout=refs: a non-empty range is one reference row (null records), then the
     marker; readReference gives the records the chunk layout would have carried."""

@@ -168,6 +168,12 @@ written by the same Spark task as a segment in the producer's staging directory
 
 _OPTIONAL_SINK_COLUMNS = ("positions", "staged")
 
+SPLIT_OFFSETS = 200_000
+"""``layout=chunks``: a planned range of more offsets is read by several Spark tasks, each a
+consecutive part of it (the task of a kspark task sorts the chunks by offset). The source
+stage then has tasks of similar sizes: P2 over Kafka read five partitions of about 650K prices
+as five tasks, three waves on two cores with one core idle in the last (bench/README.md, round 17)."""
+
 CHUNK_MAX_ROWS = 65536
 """Most records in one chunk row (``layout=chunks``)."""
 CHUNK_MAX_BYTES = 8 << 20
@@ -352,7 +358,9 @@ class TopicPartitionRange(InputPartition):
     """The offsets ``[start, end)`` of one topic-partition read by one Spark task.
 
     ``lag`` is the partition's end offset at planning time minus ``end`` (offsets, which
-    with Kafka's gaps can exceed the records still to come).
+    with Kafka's gaps can exceed the records still to come). ``marker``: whether the range
+    yields the partition's marker row after its records (False for all but the last part of a
+    range split over several tasks, see :data:`SPLIT_OFFSETS`).
     """
 
     topic: str
@@ -360,6 +368,7 @@ class TopicPartitionRange(InputPartition):
     start: int
     end: int
     lag: int
+    marker: bool = True
 
 
 _RESET_POLICIES = ("earliest", "latest", "none")
@@ -551,14 +560,19 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        """One range per topic-partition, empty ranges included (each yields its marker row)."""
+        """One range per topic-partition, empty ranges included (each yields its marker row);
+        with ``layout=chunks``, a range of more than :data:`SPLIT_OFFSETS` offsets as that many
+        consecutive parts of about equal size, the last one yielding the marker."""
         ranges = []
         for topic, partition in self._partitions:
             key = _offsetKey(topic, partition)
             first = end.get(key + _FROM, start.get(key, 0))
             last = end.get(key, first)
             lag = max(0, end.get(key + _LATEST, last) - last)
-            ranges.append(TopicPartitionRange(topic, partition, first, last, lag))
+            parts = -(-(last - first) // SPLIT_OFFSETS) if self._layout == "chunks" else 1
+            bounds = [first + (last - first) * i // parts for i in range(parts)] + [last] if parts > 1 else [first, last]
+            ranges += [TopicPartitionRange(topic, partition, a, b, lag, b == last)
+                       for a, b in zip(bounds, bounds[1:])]
         return ranges
 
     def _readBatches(self, partition: TopicPartitionRange) -> Iterator[pa.Table]:
@@ -615,7 +629,8 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for table in self._readBatches(partition):
             for chunk in chunkTable(table):
                 yield self._chunkBatch(partition, chunk.column("offset")[0].as_py(), encodeChunk(chunk), None, None)
-        yield self._chunkBatch(partition, -1, None, partition.lag, partition.end)
+        if partition.marker:
+            yield self._chunkBatch(partition, -1, None, partition.lag, partition.end)
 
     @staticmethod
     def _chunkBatch(partition: TopicPartitionRange, offset: int, records: bytes | None, lag: int | None,
