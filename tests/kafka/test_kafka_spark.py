@@ -43,15 +43,15 @@ def readAll(topics, topic):
     return rows
 
 
-def test_flagship_job_on_kafka_gives_the_drivers_signals(spark, kafkaBroker, tmp_path):
+def test_flagship_job_on_kafka_gives_the_drivers_signals(spark, kafkaBroker, tmp_path, request):
     """Seed 004's job with prices (5 partitions), valuations (1) and companies on a real broker,
     exactly_once_v2: the signals read back read_committed equal TopologyTestDriver's (rules
-    J-1..J-8, T-11..T-14)."""
+    J-1..J-8, T-11..T-14). Its topics are deleted afterwards: the cluster tests load their own."""
     prices = vs.readPrices(PRICE_ROWS)
     valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
     topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
     vs.loadTopics(topics, prices, valuations)
-
+    request.addfinalizer(lambda: [topics.deleteTopic(t) for t in ("prices", "valuations", "companies", "signals")])
     expected = vs.driverSignals(prices, valuations)
 
     run(vs.buildTopology(), kafkaProps(kafkaBroker, tmp_path, "flagship-kafka", **{"kspark.max.records.per.trigger": 2_000}),
