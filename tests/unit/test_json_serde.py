@@ -30,6 +30,8 @@ def test_deserialize_equals_json_loads(value, compact, ascii):
 @pytest.mark.parametrize("text, expected", [
     (b"18446744073709551616", 18446744073709551616),            # beyond 64 bits stays an int
     (b"-9223372036854775809", -9223372036854775809),
+    (b'{"a":"x","b":18446744073709551616}', {"a": "x", "b": 18446744073709551616}),  # in a flat dict
+    (b'["x",[1,-9223372036854775809]]', ["x", [1, -9223372036854775809]]),          # nested
     (b"[1e400, NaN]", "[inf, nan]"),                             # orjson refuses, json reads
     (b"\xef\xbb\xbf{\"a\": 1}", {"a": 1}),                      # UTF-8 BOM
     (b"\"\\ud800\"", "\ud800"),                                 # lone surrogate escape
