@@ -1,5 +1,6 @@
 """The librdkafka configuration of kspark's range reader (``kspark.topics._kafka._readerConfig``):
-large fetches unless the user set a fetch size; never commits; stops at the end of its range.
+large fetches unless the user set a fetch size, no 1 s fetch backoff between ranges unless the
+configuration sets one; never commits; stops at the end of its range.
 What it reads is checked against a plain consumer in tests/kafka/test_kafka_topics.py."""
 
 from kspark.topics._kafka import _readerConfig
@@ -23,3 +24,9 @@ def test_a_fetch_size_the_user_set_is_kept_and_the_other_left_to_librdkafka():
     config = _readerConfig({**BASE, "max.partition.fetch.bytes": "262144", "fetch.wait.max.ms": "100"})
     assert config["max.partition.fetch.bytes"] == "262144" and "fetch.max.bytes" not in config
     assert config["fetch.wait.max.ms"] == "100"
+
+
+def test_the_reader_postpones_a_full_queues_next_fetch_by_10_ms_unless_its_configuration_says_otherwise():
+    # librdkafka's 1000 ms made the pooled reader wait about 1 s at the start of a range
+    assert _readerConfig(BASE)["fetch.queue.backoff.ms"] == "10"
+    assert _readerConfig({**BASE, "fetch.queue.backoff.ms": "500"})["fetch.queue.backoff.ms"] == "500"

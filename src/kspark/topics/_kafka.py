@@ -467,13 +467,22 @@ def _pooledConsumer(config: Mapping[str, str]):
 # time: 7.6 against 3.3 us per record with 16 MB (bench/README.md, round 16).
 _READER_FETCH_BYTES = {"max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
 
+# librdkafka postpones a partition's next fetch by fetch.queue.backoff.ms (default 1000) once its
+# local queue holds queued.min.messages (100K); a 16 MB fetch of small records does. The pooled
+# reader then waited about 1 s at the start of almost every range after its first (each
+# micro-batch's, each part of a split range): P1-kafka's records, 250K offsets read as the range
+# after the one before, 1.35-1.44 s against 0.45-0.52 s with 10 ms (bench/README.md, round 17).
+# A consumer configuration that sets it keeps its value (librdkafka's own key: Java has none).
+_READER_FETCH_QUEUE_BACKOFF_MS = "10"
+
 
 def _readerConfig(config: Mapping[str, str]) -> dict[str, str]:
     """The librdkafka configuration of ``_pooledConsumer`` for ``config`` (the consumer client
     configs): a reader that never commits and stops at the end of the planned range."""
     fetchBytes = {} if set(_READER_FETCH_BYTES) & set(config) else _READER_FETCH_BYTES
     return {
-        **fetchBytes, **config, "group.id": config.get("group.id", "kspark-reader"), "enable.auto.commit": "false",
+        **fetchBytes, "fetch.queue.backoff.ms": _READER_FETCH_QUEUE_BACKOFF_MS, **config,
+        "group.id": config.get("group.id", "kspark-reader"), "enable.auto.commit": "false",
         "enable.auto.offset.store": "false", "enable.partition.eof": "true", "auto.offset.reset": "error",
         # a range ends where it was planned: a fetch that finds nothing new (a partition whose
         # last offset is a commit marker) should answer at once, not after Kafka's 500 ms
