@@ -569,8 +569,8 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first = end.get(key + _FROM, start.get(key, 0))
             last = end.get(key, first)
             lag = max(0, end.get(key + _LATEST, last) - last)
-            parts = -(-(last - first) // SPLIT_OFFSETS) if self._layout == "chunks" else 1
-            bounds = [first + (last - first) * i // parts for i in range(parts)] + [last] if parts > 1 else [first, last]
+            parts = max(1, -(-(last - first) // SPLIT_OFFSETS)) if self._layout == "chunks" else 1
+            bounds = [first + (last - first) * i // parts for i in range(parts)] + [last]
             ranges += [TopicPartitionRange(topic, partition, a, b, lag, b == last)
                        for a, b in zip(bounds, bounds[1:])]
         return ranges
