@@ -204,3 +204,27 @@ def test_run_on_a_file_uri_state_dir_with_a_relative_topics_dir(spark, tmp_path,
     store = streams.checkpointedStore("counts")
     assert sorted((k, v.value, v.timestamp) for k, v in store.all()) == [("k0", 4, 2_000), ("k1", 3, 1_007), ("k2", 3, 1_008),
                                                                           ("k3", 1, 2_001)]
+
+
+def test_a_first_batch_offsets_write_interrupted_by_a_kill_does_not_block_the_restart(spark, tmp_path):
+    """A process killed while Spark wrote a new checkpoint's offsets/0 leaves the write's
+    temporary file; Spark's log ignores it but refuses to start a query on a non-empty log
+    directory (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY, seen in the EOS crash test). kspark
+    removes such leftovers while the checkpoint has no batch, and keeps them once it has one."""
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("in", 1)
+    topics.createTopic("out", 1)
+    streams = KafkaStreams(counting(), props(tmp_path), spark=spark)
+    stateDir = streams._stateDir()
+    leftovers = ["subtopology-1/offsets/.0.3f2a.tmp", "subtopology-1/offsets/..0.3f2a.tmp.crc",
+                 "subtopology-1/commits/.0.77b1.tmp"]
+    for name in leftovers:
+        stateDir.write(name, b"{}")
+    options = {"root": str(tmp_path / "topics"), "topics": "in"}
+    assert streams._initialOffsets("subtopology-1", options)["in/0"] == 0
+    assert not any(os.path.exists(tmp_path / "state" / "app" / name) for name in leftovers)
+    # once offsets/0 is in the log, a leftover file is Spark's business (it reads the log)
+    stateDir.write("subtopology-1/offsets/0", b"v1\n{}\n{}")
+    stateDir.write(leftovers[0], b"{}")
+    assert streams._initialOffsets("subtopology-1", options)["in/0"] == 0
+    assert os.path.exists(tmp_path / "state" / "app" / leftovers[0])

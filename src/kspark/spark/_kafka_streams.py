@@ -466,6 +466,17 @@ class KafkaStreams:
 
         if logged("commits"):
             return None
+        if not logged("offsets"):
+            # A process killed while Spark wrote the first batch's offsets leaves the write's
+            # temporary file (".0.<uuid>.tmp"). Spark's log never reads it, so the checkpoint is
+            # still new, but Spark refuses to start a new query on a log directory that is not
+            # empty (spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart): without this,
+            # the application could not be restarted at all.
+            for log in ("offsets", "commits"):
+                for name in stateDir.list(f"{checkpoint}/{log}"):
+                    if name.startswith(".") and name.endswith(".tmp"):
+                        stateDir.delete(f"{checkpoint}/{log}/{name}")
+                        stateDir.delete(f"{checkpoint}/{log}/.{name}.crc")
         path = f"{checkpoint}/{self._INITIAL_OFFSETS}"
         saved = stateDir.readJson(path)
         if saved is not None and logged("offsets"):
