@@ -58,6 +58,12 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.trigger": ("STRING", "availableNow", None),
     "kspark.max.records.per.trigger": ("LONG", None, ("range", 1, None)),
     "kspark.repartition.before.stateful.process": ("BOOLEAN", False, None),
+    # the Spark host's local stores (RocksDB per task, Kafka Streams' task directories): where, and
+    # how much memory RocksDB may use per Python worker (block cache + memtables), and how many
+    # entries a store keeps loaded in Python between micro-batches
+    "kspark.store.dir": ("STRING", None, None),
+    "kspark.store.memory.bytes": ("LONG", 128 * 1024 * 1024, ("range", 1024 * 1024, None)),
+    "kspark.store.cache.max.entries": ("LONG", 100_000, ("range", 0, None)),
     # the terminal view while KafkaStreams runs (auto: rich on a terminal, else a line per batch)
     "kspark.progress": ("STRING", None, ("in", ("auto", "rich", "plain", "none"))),
     # details back: Spark's INFO logs and everything its JVM prints
@@ -607,6 +613,20 @@ class StreamsConfig:
     SPARK_MASTER_CONFIG = "kspark.spark.master"
     TRIGGER_CONFIG = "kspark.trigger"
     MAX_RECORDS_PER_TRIGGER_CONFIG = "kspark.max.records.per.trigger"
+    STORE_DIR_CONFIG = "kspark.store.dir"
+    """Where the Spark host keeps each task's local store (a RocksDB per task, Kafka Streams'
+    task directories under its ``state.dir``): a local path on every executor. Default: with a
+    ``local`` master and a local ``state.dir``, ``<state.dir>/<application.id>/stores``, so a
+    restart finds its stores; otherwise ``<temp dir>/kspark-stores`` on each executor (a task
+    that finds no store there restores it from its changelog topics)."""
+    STORE_MEMORY_BYTES_CONFIG = "kspark.store.memory.bytes"
+    """The bound of RocksDB's memory in each Python worker (block cache and memtables, shared by
+    the task stores it opens), in bytes; default 128 MiB, at least 1 MiB. Kafka Streams bounds
+    it with a ``rocksdb.config.setter``."""
+    STORE_CACHE_MAX_ENTRIES_CONFIG = "kspark.store.cache.max.entries"
+    """How many entries a persistent store keeps decoded in Python between micro-batches (the
+    ones loaded most recently are kept); default 100,000 per store and task. A micro-batch's own
+    changes are held until it ends, whatever this bound."""
     REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG = "kspark.repartition.before.stateful.process"
     """kspark's addition: ``true`` makes ``StreamsBuilder.build()`` insert a repartition topic in
     front of a ``process``/``processValues`` with state stores whose input key was changed

@@ -440,6 +440,9 @@ class StreamTask:
             if hasattr(store, "expiredCounter"):  # a versioned store's puts past its grace period (Kafka's
                 # RocksDBVersionedStore records them on the task's dropped-records sensor)
                 store.expiredCounter = lambda name=name: self.metrics.recordDropped(taskId, name, "expired versioned put")
+        # stores a host keeps outside the checkpoint (the Spark host's local RocksDB stores,
+        # kspark.state._persistent); the others are part of checkpoint()
+        self.persistentStores: set[str] = set()
         self.nodeStates: dict[str, dict] = {}
         self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
@@ -928,14 +931,18 @@ class StreamTask:
     # ------------------------------------------------------------------ checkpointable state
     def checkpoint(self) -> dict:
         """Everything a host must keep to resume this task later: stream/partition times,
-        records not processed yet, and store contents (all picklable)."""
+        records not processed yet, node states, schedules, and the contents of the stores not in
+        ``persistentStores`` (all picklable)."""
         for callback in self.checkpointCallbacks:
             callback()
         return {
             "streamTime": self.partitionGroup.streamTime,
             "partitionTimes": {t: q.partitionTime for t, q in self.queueOf.items()},
             "unprocessed": {t: q.unprocessed() for t, q in self.queueOf.items() if q.size()},
-            "stores": {name: store.snapshot() for name, store in self.stores.items()},
+            "stores": {name: store.snapshot() for name, store in self.stores.items()
+                       if name not in self.persistentStores},
+            # what a persistent store keeps outside its entries (its observed stream time...)
+            "storeMeta": {name: self.stores[name]._metaSnapshot() for name in self.persistentStores},
             "nodeStates": self.nodeStates,
             "schedules": {
                 **{k: None for k, c in self._cancellables.items() if c.cancelled},
@@ -949,8 +956,11 @@ class StreamTask:
             if topic in self.queueOf:
                 self.queueOf[topic].partitionTime = t
         for name, data in state["stores"].items():
-            if name in self.stores:
+            if name in self.stores and name not in self.persistentStores:
                 self.stores[name].restore(data)
+        for name, data in state.get("storeMeta", {}).items():
+            if name in self.persistentStores:
+                self.stores[name]._metaRestore(data)
         for topic, raws in state["unprocessed"].items():
             self.queueOf[topic].addRawRecords([RawRecord(*r) for r in raws])
         self._restoredSchedules = dict(state.get("schedules", {}))

@@ -1,19 +1,29 @@
-"""Stores read from a running (or stopped) application's checkpoint: interactive queries.
+"""Stores read from a running (or stopped) application: interactive queries.
 
-A task's stores are part of its state value in Spark's state store, committed with every
-micro-batch. :class:`CheckpointStoreProvider` reads them with Spark's state data source
-(``format("statestore")``) at the sub-topology's last committed batch id (its checkpoint's
-``commits/`` log), merges the tasks' copies into one store, and reads again only when a newer
-batch has committed. The running queries are never stopped or paused: the read is a separate
-batch job over committed, immutable state files.
+A task's persistent stores (``kspark.state._persistent``) live in its local RocksDB under
+``kspark.store.dir``. :class:`CheckpointStoreProvider` opens each task's database read-only (a
+RocksDB secondary instance, which never blocks the task) and reads the keys asked for, as of the
+sub-topology's last committed micro-batch (its checkpoint's ``commits/`` log): a batch's pending
+writes are read only once that batch has committed. It opens the databases again when a newer
+batch has committed. The stores must be on a disk the driver sees (a ``local`` master, or
+``kspark.store.dir`` on a shared filesystem).
+
+Stores kept in a task's checkpoint value (global stores, and stores of kinds without a persistent
+form) are read with Spark's state data source (``format("statestore")``) at the last committed
+batch id, the tasks' copies merged into one store: a separate batch job over committed,
+immutable state files.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
+import tempfile
 import threading
 
-from ..errors import StreamsException
+from ..errors import InvalidStateStoreException, StreamsException
+from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
 
 __all__ = ["CheckpointStoreProvider", "lastCommittedBatch", "readCheckpointedStore"]
 
@@ -50,6 +60,80 @@ def readCheckpointedStore(spark, store, checkpoint: str, batchId: int | None, ta
     return store
 
 
+def persistentStoreView(streams, storeName: str, partitions: list[int] | None = None):
+    """A read-only view of store ``storeName`` over the local stores of its tasks (those of
+    ``partitions``; None: all), as of the last committed micro-batch; None when the store is
+    not persistent (it is in the checkpoint value). The view's ``close()`` releases the
+    databases.
+
+    Raises
+    ------
+    InvalidStateStoreException
+        If the tasks' local stores are not on this machine (``kspark.store.dir``).
+    """
+    topology, config = streams._topology, streams._config
+    sub = subtopologyOf(topology, storeName)
+    if sub is None or storeName not in sub.stores:
+        return None  # a global store: in every task's checkpoint value
+    probe = topology.storeBuilders()[storeName].build(config.defaultKeySerde(), config.defaultValueSerde())
+    if not makePersistent(probe):
+        return None
+    storeDir = streams._storeDir()
+    if storeDir is None:
+        raise InvalidStateStoreException(
+            f"Cannot read store {storeName}: the tasks' local stores are on the executors (kspark.store.dir is not set "
+            "and the master is not local). Set kspark.store.dir to a directory the driver can read.")
+    stateDir = streams._stateDir()
+    checkpoint = f"subtopology-{sub.id}"
+    committed = lastCommittedBatch(stateDir, checkpoint)
+    checkpointId = (stateDir.readJson(f"{checkpoint}/metadata") or {}).get("id")
+    plan = next((p for p in streams._plans if p["subtopology"].id == sub.id), None)
+    numTasks = plan["numTasks"] if plan is not None else 1 + max(
+        (int(n.split("_")[1]) for n in os.listdir(storeDir) if n.startswith(f"{sub.id}_")), default=-1)
+    return _TaskStoresView(storeName, [os.path.join(storeDir, f"{sub.id}_{p}")
+                                       for p in (range(numTasks) if partitions is None else partitions)],
+                           lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
+                                                                              config.defaultValueSerde()),
+                           checkpointId, committed)
+
+
+class _TaskStoresView(MergedKeyValueView):
+    """The persistent stores of several tasks, each over its database opened read-only."""
+
+    def __init__(self, storeName: str, paths: list[str], build, checkpointId: str | None, committed: int | None) -> None:
+        import json
+
+        import rocksdict
+
+        self._dbs: list = []
+        self._tmp = tempfile.mkdtemp(prefix="kspark-iq-")
+        stores = []
+        for i, path in enumerate(paths):
+            if committed is None or not os.path.isfile(os.path.join(path, "CURRENT")):
+                continue  # nothing committed, or a task that has not run here
+            db = rocksdict.Rdict(path, rocksdict.Options(raw_mode=True),
+                                 access_type=rocksdict.AccessType.secondary(os.path.join(self._tmp, str(i))))
+            self._dbs.append(db)
+            raw = db.get(b"\x00meta")
+            meta = json.loads(raw) if raw is not None else {}
+            if meta.get("checkpoint") != checkpointId:
+                continue  # another checkpoint's store, which this one has not restored yet
+            pendingBatch = meta.get("pendingBatch")
+            withPending = meta.get("pending") is not None and pendingBatch is not None and pendingBatch <= committed
+            stores.append(readOnlyStore(build(), db, withPending))
+        super().__init__(stores)
+        self._storeName = storeName
+
+    def name(self) -> str:
+        return self._storeName
+
+    def close(self) -> None:
+        for db in self._dbs:
+            db.close()
+        self._dbs = []
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
 class CheckpointStoreProvider:
     """Callable giving store ``storeName`` as of its sub-topology's last committed micro-batch.
 
@@ -67,6 +151,7 @@ class CheckpointStoreProvider:
         sub = subtopologyOf(streams._topology, storeName)
         self._checkpoint = f"subtopology-{sub.id}"
         self._taskKeys = None
+        self._partitions = None if partition is None else [partition]
         if partition is not None and storeName not in streams._topology.globalStoreNames():
             plan = next(p for p in streams._plans if p["subtopology"].id == sub.id)
             self._taskKeys = {k for k, p in plan["taskOfKey"].items() if p == partition}
@@ -91,7 +176,11 @@ class CheckpointStoreProvider:
             stateDir = self._streams._stateDir()
             batch = lastCommittedBatch(stateDir, self._checkpoint)
             if batch != self._batch:
-                self._store = readCheckpointedStore(self._streams._session(), self._empty(), stateDir.path(self._checkpoint),
-                                                    batch, self._taskKeys)
+                old = self._store
+                view = persistentStoreView(self._streams, self._storeName, self._partitions)
+                self._store = view if view is not None else readCheckpointedStore(
+                    self._streams._session(), self._empty(), stateDir.path(self._checkpoint), batch, self._taskKeys)
+                if hasattr(old, "close") and old is not self._store and isinstance(old, _TaskStoresView):
+                    old.close()
                 self._batch = batch
             return self._store

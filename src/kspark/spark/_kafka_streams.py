@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from ..config import StreamsConfig, resetPolicy
 from ..errors import ConfigException, MissingSourceTopicException, StreamsException
 from ..runtime.metrics import MetricName
+from ..state._persistent import changelogTopic
 from ..topics import LocalTopics, openTopics
 from ..topology import Subtopology, Topology, resolvePartitionCounts
 from ..topology._topology import SourceNodeSpec
@@ -259,11 +260,14 @@ class KafkaStreams:
         ValueError
             If no sub-topology of the topology has a store of that name.
         """
-        from ._interactive import lastCommittedBatch, readCheckpointedStore, subtopologyOf
+        from ._interactive import lastCommittedBatch, persistentStoreView, readCheckpointedStore, subtopologyOf
 
         sub = subtopologyOf(self._topology, storeName)
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
+        view = persistentStoreView(self, storeName)
+        if view is not None:
+            return view
         builder = self._topology.storeBuilders()[storeName]
         store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
         stateDir = self._stateDir()
@@ -345,6 +349,7 @@ class KafkaStreams:
             raise MissingSourceTopicException(missingGlobal)
         globalSubs = topology.globalSubtopologies()
         globalTopics = [physical[t] for t in topology.globalTopics()]
+        builders = topology.storeBuilders()
         plans = []
         for sub in _upstreamFirst(topology.subtopologies()):
             numTasks = max(counts[t] for t in sub.sourceTopics)
@@ -352,6 +357,12 @@ class KafkaStreams:
             keys = balancedTaskKeys(numTasks, shuffle)
             stores = sub.stores + [n for g in globalSubs for n in g.stores]
             plans.append({
+                # the sub-topology's own stores -> their changelog topic (None: logging disabled)
+                "changelogs": {n: changelogTopic(self._appId, n) if _loggingEnabled(builders[n]) else None
+                               for n in sub.stores},
+                "numTasks": numTasks,
+                "storeMemoryBytes": self._config.get(StreamsConfig.STORE_MEMORY_BYTES_CONFIG),
+                "storeCacheEntries": self._config.get(StreamsConfig.STORE_CACHE_MAX_ENTRIES_CONFIG),
                 "applicationId": self._appId,
                 # every task runs the global stores' nodes too (kspark.runtime.global_state)
                 "subtopology": Subtopology(sub.id, sub.nodes + [n for g in globalSubs for n in g.nodes], stores),
@@ -370,22 +381,45 @@ class KafkaStreams:
             })
         return plans
 
+    def _storeDir(self) -> str | None:
+        """``kspark.store.dir``, else ``<state.dir>/<application.id>/stores`` with a local master
+        and a local ``state.dir``; None: each executor's temporary directory (resolved there)."""
+        configured = self._config.get(StreamsConfig.STORE_DIR_CONFIG)
+        if configured:
+            return os.path.abspath(os.fspath(configured))
+        from ..topics._local import localPath
+
+        master = self._session().sparkContext.master
+        try:
+            stateDir = localPath(self._config.get(StreamsConfig.STATE_DIR_CONFIG))
+        except ValueError:  # a Hadoop filesystem URI
+            return None
+        return os.path.join(stateDir, self._appId, "stores") if master.startswith("local") else None
+
     def _createInternalTopics(self, plans: list[dict]) -> None:
-        """Create the missing repartition topics; refuse existing ones with another partition count."""
+        """Create the missing repartition and changelog topics; refuse existing ones with another
+        partition count."""
         internal = self._topology.internalTopics()
         counts = plans[0]["partitionCounts"] if plans else {}
+        wanted = []  # (topic, partitions, store or None), repartition topics first
         for topic, physical in plans[0]["topicName"].items() if plans else ():
-            if topic not in internal:
-                continue
-            n = counts[physical]
-            existing = self._topics.partitionsFor(physical)
+            if topic in internal:
+                wanted.append((physical, counts[physical], None))
+        for plan in plans:
+            wanted += [(topic, plan["numTasks"], store) for store, topic in plan["changelogs"].items() if topic]
+        for topic, n, store in wanted:
+            existing = self._topics.partitionsFor(topic)
             if existing is None:
-                self._createInternalTopic(physical, n)
+                if store is None:
+                    self._createInternalTopic(topic, n)
+                else:
+                    self._createChangelogTopic(topic, n)
             elif existing != n:
                 sources = ", ".join(f"{t}={c}" for t, c in sorted(self._externalCounts.items())
                                     if any(t in sub.sourceTopics for sub in self._topology.subtopologies()))
+                what = f"Internal topic {topic}" if store is None else f"Changelog topic {topic} of store {store}"
                 raise StreamsException(
-                    f"Internal topic {physical} has {existing} partitions but the topology needs {n} (from its source "
+                    f"{what} has {existing} partitions but the topology needs {n} (from its source "
                     f"topics' partition counts: {sources}); partition counts cannot change for an existing "
                     "application. Restore the source topics' partition counts or reset the application.")
 
@@ -397,6 +431,17 @@ class KafkaStreams:
             return
         config = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
                   "message.timestamp.type": "CreateTime", **self._config.topicConfigs()}
+        self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
+                                 replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
+
+    def _createChangelogTopic(self, name: str, numPartitions: int) -> None:
+        """Create a store's changelog topic as Kafka's ``InternalTopicManager`` does: Kafka
+        Streams' changelog configs (``cleanup.policy=compact``), ``replication.factor`` and any
+        ``topic.*`` keys."""
+        if isinstance(self._topics, LocalTopics):
+            self._topics.createTopic(name, numPartitions, ifNotExists=True)
+            return
+        config = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime", **self._config.topicConfigs()}
         self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
                                  replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
@@ -573,6 +618,8 @@ class KafkaStreams:
         else:
             rows = rows.withColumn("task", taskKey)
         name = f"{self._appId}-subtopology-{sub.id}"
+        # tasks restore their stores from the changelog topics (backend) into their local stores
+        plan = {**plan, "backend": backend, "storeDir": self._storeDir()}
         if local:
             # local topics: each task reads its input ranges and stages its output segments itself,
             # and the sink commits them (exactly once, as for records it stages; see
@@ -600,6 +647,12 @@ class KafkaStreams:
             .trigger(**trigger)
         )
         return writer.start()
+
+
+def _loggingEnabled(builder) -> bool:
+    """Whether a store builder logs to a changelog (Kafka ``StoreBuilder#loggingEnabled``, default on)."""
+    enabled = getattr(builder, "loggingEnabled", None)
+    return True if enabled is None else bool(enabled())
 
 
 def _inputRows(progress) -> int:

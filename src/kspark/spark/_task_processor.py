@@ -1,9 +1,20 @@
 """Executor side of the Spark host: one ``StreamTask`` per group of ``transformWithStateInPandas``.
 
-Rows of one kspark task (all its input partitions, one micro-batch) arrive in one call. The
-task's checkpointable state (stream time, partition times, unprocessed records, stores) is one
-pickled blob in Spark's state store: one read when the worker has no up-to-date copy, one
-write per batch, never a state call per record (spark-stateful-measurements.md).
+Rows of one kspark task (all its input partitions, one micro-batch) arrive in one call. A task's
+state is kept as Kafka Streams keeps it:
+
+- its stores in a local RocksDB on the executor's disk (``kspark.state._persistent``): a batch
+  reads and writes the keys it touches, and its changes go to each store's changelog topic
+  (``<application.id>-<store>-changelog``, Kafka's byte layout) with the batch's output;
+- the small rest (stream time, partition times, records not processed yet, node states,
+  punctuation schedules, and stores without a persistent form, such as global stores) as one
+  pickled value in Spark's state store, with the version of the stores it goes with: Kafka's
+  ``.checkpoint`` file. One read when the worker has no up-to-date copy, one write per batch,
+  never a state call per record (spark-stateful-measurements.md).
+
+A batch's store changes are pending until the next batch finds its version committed in
+Spark's state (``kspark.state._rocksdb``); a task that finds no local store for the committed
+version (first run here, task moved, directory deleted) restores it from the changelogs.
 """
 
 from __future__ import annotations
@@ -11,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import tempfile
 import time
 import uuid
 from operator import itemgetter
@@ -19,13 +31,17 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecordColumns
-from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
+from ..runtime.stream_task import ProducedColumns, ProducedRecord, StreamTask, encodeHeaders
+from ..state._persistent import PersistentTaskState, makePersistent
+from ..state._restore import restoreStores
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
-from ._datasource import SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, readReference
+from ._datasource import (SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, openTopicsFromOptions,
+                          readReference)
 from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
@@ -67,10 +83,15 @@ class TaskStatefulProcessor(StatefulProcessor):
         partition = plan["taskOfKey"][int(key[0])]
         taskId = f"{plan['subtopology'].id}_{partition}"
         cacheKey = (plan["applicationId"], taskId)
+        context = TaskContext.get()
+        batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
+        checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
         versionRow = self.version.get()
         version = versionRow[0] if versionRow else None
-        cached = _LIVE_TASKS.get(cacheKey)
-        if cached is not None and version is not None and cached[0] == version:
+        # taken out while the batch runs: a failed batch must not leave a half-processed task behind
+        cached = _LIVE_TASKS.pop(cacheKey, None)
+        fresh = cached is None or version is None or cached[0] != version
+        if not fresh:
             task = cached[1]
         else:
             stored = self.state.get()
@@ -78,7 +99,24 @@ class TaskStatefulProcessor(StatefulProcessor):
             if stored:
                 task.restore(pickle.loads(stored[1]))
             task.wallClockTime = now
-            task.initialize()
+        # the stores as of the committed version before the processors' init, as Kafka restores
+        # a task's stores before it initializes its topology
+        stores: PersistentTaskState | None = task.persistentState
+        if stores is not None and not stores.open(checkpointId, version):
+            try:
+                restoreStores(stores, openTopicsFromOptions(plan["backend"]), partition, checkpointId, batchId,
+                              localTopics=plan.get("inputRoot") is not None, taskId=taskId)
+                stores.restored(checkpointId, version)
+            except BaseException:
+                stores.close()
+                raise
+        if fresh:
+            try:
+                task.initialize()
+            except BaseException:
+                if stores is not None:
+                    stores.close()
+                raise
 
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
@@ -118,6 +156,11 @@ class TaskStatefulProcessor(StatefulProcessor):
             task.processAll(now)  # stream-time punctuation after every record, as in the driver
             task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
             task.commit()  # a micro-batch is a commit: the DSL record caches flush here
+            newVersion = uuid.uuid4().hex
+            if stores is not None:  # the stores' changes: pending in the local store, and to the changelogs
+                task.produced.extend(ProducedRecord(topic, partition, timestamp, key, value, headers)
+                                     for topic, key, value, timestamp, headers
+                                     in stores.flush(newVersion, batchId, task.partitionGroup.streamTime, checkpointId))
             produced = task.drainProducedChunks()
             metrics = task.metrics.encoded()
             task.metrics.clear()
@@ -125,21 +168,22 @@ class TaskStatefulProcessor(StatefulProcessor):
                 metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
 
             processed = time.perf_counter()
-            version = uuid.uuid4().hex
             blob = pickle.dumps(task.checkpoint(), protocol=5)
             pickled = time.perf_counter()
-            self.state.update((version, blob))
-            self.version.update((version,))
-            _LIVE_TASKS[cacheKey] = (version, task)
+            self.state.update((newVersion, blob))
+            self.version.update((newVersion,))
             stored = time.perf_counter()
 
             out = _outputFrame(produced, metrics, positions, stager)
+            _LIVE_TASKS[cacheKey] = (newVersion, task)
         except BaseException:
             if stager is not None:
                 stager.abort()
             raise
         finally:
             task.producedListener = None
+            if stores is not None:
+                stores.close()
         if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
@@ -151,13 +195,26 @@ class TaskStatefulProcessor(StatefulProcessor):
         yield out
 
     def _newTask(self, taskId: str, partition: int) -> StreamTask:
+        """A new task of this sub-topology, its stores made persistent where they have a
+        persistent form (``task.persistentState``; None when none has)."""
         plan = self.plan
         topicName = plan["topicName"]
         counts = plan["partitionCounts"]
-        return StreamTask(
+        task = StreamTask(
             taskId, plan["subtopology"], plan["storeBuilders"], plan["config"], partition,
             lambda t: topicName.get(t, t), lambda t: counts[t],
         )
+        changelogs = plan["changelogs"]  # the sub-topology's own stores (not the global ones)
+        persistent = {name: store for name, store in task.stores.items()
+                      if name in changelogs and makePersistent(store)}
+        task.persistentStores = set(persistent)
+        task.persistentState = None
+        if persistent:
+            storeDir = plan["storeDir"] or os.path.join(tempfile.gettempdir(), "kspark-stores", plan["applicationId"])
+            task.persistentState = PersistentTaskState(
+                persistent, {name: changelogs[name] for name in persistent}, os.path.join(storeDir, taskId),
+                plan["storeMemoryBytes"], plan["storeCacheEntries"])
+        return task
 
     def close(self) -> None:
         pass

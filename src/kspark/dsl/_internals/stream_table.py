@@ -114,7 +114,7 @@ def _valueReader(store):
     """``key -> store.get(key).value`` (None if absent) for a fused join step: the store's own
     ``_getValue`` for a ``TimestampedKeyValueStore`` (no ``ValueAndTimestamp`` built), ``get``
     otherwise."""
-    if type(store) is TimestampedKeyValueStore:
+    if isinstance(store, TimestampedKeyValueStore):
         return store._getValue
     get = store.get
 

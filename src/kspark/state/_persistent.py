@@ -1,0 +1,708 @@
+"""Persistent stores: a task's stores kept in its local RocksDB (``kspark.state._rocksdb``) with a
+changelog topic each, as Kafka Streams keeps them (``RocksDBStore`` under ``ChangeLogging*Store``).
+
+The Spark host makes a task's stores persistent (:func:`makePersistent`); TopologyTestDriver keeps
+the in-memory stores of ``kspark.state._stores``. A persistent store is the same class with its
+entries in a *working set* (:class:`WorkingSet`): a dict of the entries a micro-batch touched,
+loaded from the database on first access and written back, as pending, when the batch ends
+(:meth:`PersistentTaskState.flush`). So a micro-batch reads and writes the keys it touches, and
+never the whole store; every read or write the store's own code does goes through the working
+set, so the semantics are the in-memory store's, line for line.
+
+Byte layouts are Kafka Streams' changelog layouts (a store's database entries are its changelog
+records): a key-value store's key is the serialized key and its value the serialized value; a
+timestamped store's value is the 8-byte big-endian timestamp followed by the value
+(``ValueAndTimestampSerializer``). A restore therefore writes the changelog records as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import struct
+from itertools import islice
+from typing import Any, Callable
+
+from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, prefixEnd, storePrefix
+from ._stores import (_IMMUTABLE, KeyValueIterator, KeyValueStore, SessionStore, TimestampedKeyValueStore,
+                      ValueAndTimestamp, _Frozen)
+from ._window import SessionWindow, Windowed
+
+log = logging.getLogger("kspark.state")
+
+__all__ = ["CHANGELOG_HEADER", "PersistentTaskState", "WorkingSet", "changelogTopic", "makePersistent"]
+
+# The header kspark puts on every changelog record: "<checkpoint id>:<micro-batch id>" (UTF-8).
+# A restore skips the records of the micro-batch being replayed and of later ones: a batch whose
+# records reached the changelog (its Kafka transaction or its local append committed) but that
+# Spark had not committed when it stopped is replayed, and must start from the batch before it.
+# Kafka Streams ignores headers it does not know when it restores a changelog.
+CHANGELOG_HEADER = "kspark.checkpoint"
+
+_ABSENT = object()  # a working-set entry: the key is known to have no value
+_MISSING = object()
+_LONG = struct.Struct(">q")
+_ULONG = struct.Struct(">Q")
+_LEN = struct.Struct(">I")
+_SIGN = 1 << 63
+
+
+def changelogTopic(applicationId: str, storeName: str) -> str:
+    """Kafka Streams' changelog topic name of a store (``ProcessorStateManager.storeChangelogTopic``)."""
+    return f"{applicationId}-{storeName}-changelog"
+
+
+class WorkingSet(dict):
+    """The entries of one persistent store that the task has touched, by store key (a dict, so
+    the in-memory store's code runs unchanged): an access to a key not loaded yet reads it from
+    the database (``load(key)``: the entry, or None if absent); every write marks the key dirty.
+
+    Only ``get``, ``[]``, ``in``, ``pop`` and assignment are meaningful; iteration and ``len``
+    cover the loaded entries only (the persistent stores override every read that scans).
+    """
+
+    __slots__ = ("load", "dirty")
+
+    def __init__(self, load: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.load = load
+        self.dirty: set = set()
+
+    def get(self, key, default=None):
+        entry = dict.get(self, key, _MISSING)
+        if entry is _MISSING:
+            entry = self.load(key)
+            dict.__setitem__(self, key, _ABSENT if entry is None else entry)
+            return default if entry is None else entry
+        return default if entry is _ABSENT else entry
+
+    def __getitem__(self, key):
+        entry = self.get(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+    def __setitem__(self, key, entry) -> None:
+        dict.__setitem__(self, key, entry)
+        self.dirty.add(key)
+
+    def write(self, key, entry) -> None:
+        """Set ``key``'s entry (None: delete it) without loading the old one."""
+        dict.__setitem__(self, key, _ABSENT if entry is None else entry)
+        self.dirty.add(key)
+
+    def pop(self, key, default=None):
+        entry = self.get(key)
+        if entry is None:
+            return default
+        self.write(key, None)
+        return entry
+
+    def loaded(self, key):
+        """The entry of ``key`` if loaded: an entry, None (known absent) or ``_MISSING``."""
+        entry = dict.get(self, key, _MISSING)
+        return None if entry is _ABSENT else entry
+
+    def evict(self, maxEntries: int) -> None:
+        """Forget the oldest-loaded clean entries beyond ``maxEntries`` (call with nothing dirty)."""
+        excess = len(self) - maxEntries
+        if excess > 0:
+            for key in list(islice(iter(self), excess + maxEntries // 4)):
+                dict.__delitem__(self, key)
+
+
+def _storedValue(store, raw: bytes):
+    """A value read back from its serde's bytes as an in-memory store holds it (``_freeze``): the
+    value itself if of an immutable type, else the bytes (every read deserializes a new object)."""
+    value = store._valueSerde.deserialize(store._serdeTopic, raw)
+    return value if type(value) in _IMMUTABLE else _Frozen(raw)
+
+
+def _valueBytes(store, value) -> bytes:
+    """The serde's bytes of a stored value (``_Frozen`` bytes as they are)."""
+    if type(value) is _Frozen:
+        return bytes(value)
+    try:
+        data = store._valueSerde.serialize(store._serdeTopic, value)
+    except Exception as e:
+        from ..errors import StreamsException
+
+        raise StreamsException(f"Store {store._name}: the value serde {type(store._valueSerde).__name__} cannot "
+                               f"serialize {value!r} ({type(e).__name__}: {e})") from e
+    return b"" if data is None else bytes(data)
+
+
+def _orderedLong(value: int) -> bytes:
+    """8 bytes whose unsigned order is the signed order of ``value`` (offset by 2**63)."""
+    return _ULONG.pack(value + _SIGN)
+
+
+def _fromOrderedLong(data: bytes, offset: int = 0) -> int:
+    return _ULONG.unpack_from(data, offset)[0] - _SIGN
+
+
+class _Changes:
+    """What a flush collects: database writes (full keys) and changelog records."""
+
+    __slots__ = ("writes", "ranges", "records")
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[bytes, bytes | None]] = []
+        self.ranges: list[tuple[bytes, bytes]] = []  # [lo, hi) to delete before the writes
+        self.records: list[tuple[bytes, bytes | None, int]] = []  # (key, value or None, timestamp)
+
+
+class PersistentKeyValueStore(KeyValueStore):
+    """A ``KeyValueStore`` whose entries live in the task's database (see the module docstring).
+
+    Database entry: the serialized key -> the serialized value (a ``TimestampedKeyValueStore``:
+    8-byte big-endian timestamp + serialized value). Values read back are kept as their serde's
+    bytes and deserialized by each read, as every mutable value of an in-memory store is."""
+
+    _backend: "_Backend"
+    _timestamped = False
+
+    def _attach(self, backend: "_Backend") -> None:
+        self._backend = backend
+        self._sorted = None
+        if not isinstance(self._data, WorkingSet):
+            self._data = WorkingSet(self._load)
+
+    def _resetWorkingSet(self) -> None:
+        self._data = WorkingSet(self._load)
+        self._thawed = None
+
+    # -- entries <-> bytes
+    def _load(self, kb: bytes):
+        raw = self._backend.get(kb)
+        return None if raw is None else self._decode(kb, raw)
+
+    def _decode(self, kb: bytes, raw: bytes) -> tuple:
+        key = self._keySerde.deserialize(self._serdeTopic, kb)
+        if self._timestamped:
+            return key, ValueAndTimestamp(_storedValue(self, raw[8:]), _LONG.unpack_from(raw)[0])
+        return key, _storedValue(self, raw)
+
+    def _encode(self, stored) -> tuple[bytes, int | None]:
+        """(database value, changelog timestamp or None) of a stored value."""
+        if type(stored) is ValueAndTimestamp:
+            if self._timestamped:
+                return _LONG.pack(stored[1]) + _valueBytes(self, stored[0]), stored[1]
+            return _valueBytes(self, stored), stored[1]
+        return _valueBytes(self, stored), None
+
+    def _metaSnapshot(self):
+        """What the task checkpoint keeps of this store (its entries are in the database)."""
+        return None
+
+    def _evict(self, maxEntries: int) -> None:
+        self._data.evict(maxEntries)
+
+    def _metaRestore(self, data) -> None:
+        pass
+
+    def _restored(self) -> None:
+        """After a restore wrote the changelog's records (and the checkpoint's meta is back)."""
+
+    def _flush(self, changes: _Changes, streamTime: int, logged: bool) -> None:
+        data, prefix = self._data, self._backend.prefix
+        for kb in data.dirty:
+            entry = dict.get(data, kb)
+            if entry is _ABSENT:
+                changes.writes.append((prefix + kb, None))
+                if logged:
+                    changes.records.append((kb, None, streamTime))
+            else:
+                raw, timestamp = self._encode(entry[1])
+                changes.writes.append((prefix + kb, raw))
+                if logged:
+                    changes.records.append((kb, raw, streamTime if timestamp is None else timestamp))
+        data.dirty = set()
+
+    @staticmethod
+    def _restoreWrites(prefix: bytes, keys: list, values: list) -> list:
+        """Database writes of changelog records (keys and values as lists of bytes or None)."""
+        return [(prefix + k, v) for k, v in zip(keys, values)]
+
+    # -- KeyValueStore: writes without reading the old value, scans merged with the working set
+    def put(self, key: Any, value: Any) -> None:
+        kb = self._keyBytes(key)
+        self._data.write(kb, None if value is None else (key, self._freeze(value)))
+
+    def delete(self, key: Any) -> Any:
+        kb = self._keyBytes(key)
+        entry = self._data.get(kb)
+        if entry is None:
+            return None
+        self._data.write(kb, None)
+        return self._thaw(entry[1])
+
+    def _scan(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool) -> list[tuple[bytes, Any, Any]]:
+        """``(key bytes, key, stored value)`` of the store's entries in ``[lo, hi]`` (``[lo, hi)``
+        unless ``hiInclusive``; None: open), in key order: the database's, with this batch's
+        changes over them."""
+        backend, data = self._backend, self._data
+        found: dict[bytes, Any] = {}
+        for kb, raw in backend.items(lo, hi, hiInclusive):
+            entry = data.loaded(kb)
+            found[kb] = entry if entry is not _MISSING else raw
+        for kb in data.dirty:
+            if (lo is None or kb >= lo) and (hi is None or kb < hi or (hiInclusive and kb == hi)):
+                found[kb] = data.loaded(kb)
+        out = []
+        for kb in sorted(found):
+            entry = found[kb]
+            if entry is None:
+                continue
+            if type(entry) is bytes:
+                entry = self._decode(kb, entry)
+            out.append((kb, entry[0], entry[1]))
+        return out
+
+    def _entriesIterator(self, entries) -> KeyValueIterator:
+        from ..keyvalue import KeyValue
+
+        thaw = self._thaw
+        return KeyValueIterator([KeyValue(key, thaw(stored)) for _, key, stored in entries])
+
+    def range(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._entriesIterator(self._scan(*bounds, True))
+
+    def reverseRange(self, fromKey: Any = None, toKey: Any = None) -> KeyValueIterator:
+        bounds = self._bounds(fromKey, toKey)
+        return KeyValueIterator([]) if bounds is None else self._entriesIterator(self._scan(*bounds, True)[::-1])
+
+    def prefixScan(self, prefix: Any, prefixKeySerializer) -> KeyValueIterator:
+        if prefix is None or prefixKeySerializer is None:
+            raise TypeError("prefix and prefixKeySerializer cannot be null")
+        prefixBytes = bytes(prefixKeySerializer.serialize(self._serdeTopic, prefix))
+        if (not self._persistent or self._cachingLayer) and not prefixBytes.rstrip(b"\xff"):
+            raise IndexError(f"prefix {prefixBytes.hex() or '(empty)'} of store {self._name} cannot be incremented")
+        return self.prefixScanBytes(prefixBytes)
+
+    def prefixScanBytes(self, prefix: bytes) -> KeyValueIterator:
+        return self._entriesIterator(self._scan(prefix, prefixEnd(prefix) if prefix else None, False))
+
+    def _keysBetween(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool = True) -> list[bytes]:
+        return [kb for kb, _, _ in self._scan(lo, hi, hiInclusive)]
+
+    def _iterator(self, keys) -> KeyValueIterator:
+        from ..keyvalue import KeyValue
+
+        data, thaw = self._data, self._thaw
+        return KeyValueIterator([KeyValue(k, thaw(v)) for k, v in map(data.__getitem__, keys)])
+
+    def approximateNumEntries(self) -> int:
+        return len(self._scan(None, None, True))
+
+    def snapshot(self) -> dict:
+        raise TypeError(f"Store {self._name} is persistent: its entries are in the task's local store, not in a snapshot")
+
+
+class PersistentTimestampedKeyValueStore(PersistentKeyValueStore, TimestampedKeyValueStore):
+    """A ``TimestampedKeyValueStore`` in the task's database (see ``PersistentKeyValueStore``)."""
+
+    _timestamped = True
+
+
+class PersistentSessionStore(SessionStore):
+    """A ``SessionStore`` whose sessions live in the task's database (see the module docstring).
+
+    Database entries under the store's prefix (timestamps as 8 bytes in signed order):
+
+    - ``k`` + key length (4 bytes) + key + end + start -> the aggregate's bytes: a key's sessions
+      are one prefix, loaded together on the key's first access;
+    - ``t`` + end + key length + key + start -> empty: the time index, for expiry (ST-6/ST-7: the
+      segments below the retention bound are deleted, without changelog records, as Kafka drops a
+      segment) and for ``findSessionsByEnd`` (emit-final).
+
+    The changelog record of a session is Kafka's ``SessionKeySchema`` key (key + 8-byte end +
+    8-byte start, big-endian) with the aggregate's bytes. The store's observed stream time and
+    expiry point are in the task checkpoint."""
+
+    _backend: "_Backend"
+
+    def _attach(self, backend: "_Backend") -> None:
+        self._backend = backend
+        self._byEnd = None
+        if not isinstance(self._sessions, WorkingSet):
+            self._sessions = WorkingSet(self._load)
+            self._changes: dict = {}
+
+    def _resetWorkingSet(self) -> None:
+        self._sessions = WorkingSet(self._load)
+        self._segments = {}
+        self._changes = {}
+        self._thawed = None
+
+    @staticmethod
+    def _dataKey(kb: bytes, end: int, start: int) -> bytes:
+        return b"k" + _LEN.pack(len(kb)) + kb + _orderedLong(end) + _orderedLong(start)
+
+    @staticmethod
+    def _indexKey(kb: bytes, end: int, start: int) -> bytes:
+        return b"t" + _orderedLong(end) + _LEN.pack(len(kb)) + kb + _orderedLong(start)
+
+    def _load(self, kb: bytes):
+        head = b"k" + _LEN.pack(len(kb)) + kb
+        n = len(head)
+        live = self._purgedBelow * self._segmentInterval  # expired in this batch, deleted at its end
+        key = None
+        sessions = []
+        for dataKey, raw in self._backend.items(head, prefixEnd(head), False):
+            end = _fromOrderedLong(dataKey, n)
+            if end < live:
+                continue
+            if key is None:
+                key = self._keySerde.deserialize(self._serdeTopic, kb)
+            sessions.append((end, _fromOrderedLong(dataKey, n + 8), key, _storedValue(self, raw)))
+        if not sessions:
+            return None
+        sessions.sort(key=lambda e: (e[0], -e[1]))  # key lookup order: end, then start descending
+        return sessions
+
+    def _store(self, end: int, kb: bytes, start: int, key, aggregate) -> None:
+        super()._store(end, kb, start, key, aggregate)
+        self._changes[(kb, end, start)] = aggregate
+
+    def _delete(self, end: int, kb: bytes, start: int) -> None:
+        super()._delete(end, kb, start)
+        self._changes[(kb, end, start)] = None
+
+    def _purge(self, below: int) -> None:
+        """Expire every session of the segments below ``below`` (ST-6/ST-7): from the loaded
+        entries and this batch's changes now, from the database with the batch's other writes
+        (:meth:`_expiredWrites`); expiry writes no changelog record, as Kafka drops a segment."""
+        bound = below * self._segmentInterval  # sessions ending before it go
+        for kb, sessions in list(dict.items(self._sessions)):
+            if type(sessions) is list and sessions and sessions[0][0] < bound:
+                live = [e for e in sessions if e[0] >= bound]
+                dict.__setitem__(self._sessions, kb, live)
+        self._changes = {k: v for k, v in self._changes.items() if k[1] >= bound}
+        self._segments = {s: keys for s, keys in self._segments.items() if s >= below}
+        self._purgedBelow = below
+
+    def _expiredWrites(self) -> list:
+        """Deletes of the database's sessions below the expiry point: each one's data entry, and
+        its time index as one range."""
+        bound = self._purgedBelow * self._segmentInterval
+        lo, hi = b"t" + _orderedLong(-(1 << 63)), b"t" + _orderedLong(bound)
+        deletes = []
+        for indexKey, _ in self._backend.items(lo, hi, False):
+            n = _LEN.unpack_from(indexKey, 9)[0]
+            deletes.append((self._dataKey(indexKey[13:13 + n], _fromOrderedLong(indexKey, 1),
+                                          _fromOrderedLong(indexKey, 13 + n)), None))
+        return deletes, (lo, hi) if deletes else None
+
+    def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
+        lower = max(earliestSessionEndTime, self._purgedBelow * self._segmentInterval)  # live segments only
+        if not self._persistent:
+            lower = max(lower, self._minLiveEnd())
+        found = set()
+        for indexKey, _ in self._backend.items(b"t" + _orderedLong(lower), b"t" + _orderedLong(latestSessionEndTime),
+                                                True):
+            if len(indexKey) < 21 or _fromOrderedLong(indexKey, 1) > latestSessionEndTime:
+                continue
+            n = _LEN.unpack_from(indexKey, 9)[0]
+            found.add((_fromOrderedLong(indexKey, 1), indexKey[13:13 + n], _fromOrderedLong(indexKey, 13 + n)))
+        for (kb, end, start), aggregate in self._changes.items():
+            if lower <= end <= latestSessionEndTime:
+                if aggregate is None:
+                    found.discard((end, kb, start))
+                else:
+                    found.add((end, kb, start))
+        return self._iterator(self._entry(end, kb, start) for end, kb, start in sorted(found, key=lambda e: (e[0], e[1], -e[2])))
+
+    def _flush(self, changes: _Changes, streamTime: int, logged: bool) -> None:
+        prefix = self._backend.prefix
+        writes, records = changes.writes, changes.records
+        expired, indexRange = self._expiredWrites()
+        writes += [(prefix + k, None) for k, _ in expired]
+        if indexRange is not None:
+            changes.ranges.append((prefix + indexRange[0], prefix + indexRange[1]))
+        for (kb, end, start), aggregate in self._changes.items():
+            dataKey, indexKey = self._dataKey(kb, end, start), self._indexKey(kb, end, start)
+            raw = None if aggregate is None else _valueBytes(self, aggregate)
+            writes.append((prefix + dataKey, raw))
+            writes.append((prefix + indexKey, None if raw is None else b""))
+            if logged:  # SessionKeySchema.toBinary: key, end, start (big-endian longs)
+                records.append((kb + _LONG.pack(end) + _LONG.pack(start), raw, streamTime))
+        self._changes = {}
+        self._segments = {}
+        self._sessions.dirty = set()
+
+    @classmethod
+    def _restoreWrites(cls, prefix: bytes, keys: list, values: list) -> list:
+        writes = []
+        for key, value in zip(keys, values):
+            kb, end, start = key[:-16], _LONG.unpack_from(key, len(key) - 16)[0], _LONG.unpack_from(key, len(key) - 8)[0]
+            writes.append((prefix + cls._dataKey(kb, end, start), value))
+            writes.append((prefix + cls._indexKey(kb, end, start), None if value is None else b""))
+        return writes
+
+    def _metaSnapshot(self):
+        return {"observed": self._observed, "purgedBelow": self._purgedBelow}
+
+    def _evict(self, maxEntries: int) -> None:
+        self._sessions.evict(maxEntries)
+
+    def _metaRestore(self, data) -> None:
+        if data:
+            self._observed, self._purgedBelow = data["observed"], data["purgedBelow"]
+
+    def _restored(self) -> None:
+        expired, indexRange = self._expiredWrites()  # the changelog still holds sessions the store had expired
+        if indexRange is not None:
+            self._backend.deleteKeys([k for k, _ in expired])
+            self._backend.deleteRange(*indexRange)
+
+    def snapshot(self) -> dict:
+        raise TypeError(f"Store {self._name} is persistent: its entries are in the task's local store, not in a snapshot")
+
+
+class _Backend:
+    """One store's view of its task's database: keys without the store's prefix."""
+
+    __slots__ = ("db", "prefix", "end")
+
+    def __init__(self, db: TaskStateDB, storeName: str) -> None:
+        self.db, self.prefix = db, storePrefix(storeName)
+        self.end = prefixEnd(self.prefix)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(self.prefix + key)
+
+    def deleteRange(self, lo: bytes, hi: bytes) -> None:
+        self.db.deleteRange(self.prefix + lo, self.prefix + hi)
+
+    def deleteKeys(self, keys: list[bytes]) -> None:
+        prefix = self.prefix
+        self.db.write([(prefix + k, None) for k in keys])
+
+    def items(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool):
+        prefix, skip = self.prefix, len(self.prefix)
+        start = prefix if lo is None else prefix + lo
+        if hi is None:
+            end = self.end
+        elif hiInclusive:
+            end = prefix + hi + b"\x00"  # the smallest key after prefix + hi
+        else:
+            end = prefix + hi
+        for key, value in self.db.items(start, end):
+            yield key[skip:], value
+
+
+# store class -> its persistent class (the in-memory class of a store decides its semantics)
+_PERSISTENT = {
+    KeyValueStore: PersistentKeyValueStore,
+    TimestampedKeyValueStore: PersistentTimestampedKeyValueStore,
+    SessionStore: PersistentSessionStore,
+}
+_PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
+
+
+def makePersistent(store) -> bool:
+    """Turn ``store`` (as a ``StoreBuilder`` built it) into its persistent class, in place, so that
+    every reference to it sees the change; False when its class has none (the store then stays
+    in the task checkpoint)."""
+    if type(store) in _PERSISTENT_CLASSES:
+        return True
+    cls = _PERSISTENT.get(type(store))
+    if cls is None:
+        return False
+    store.__class__ = cls
+    return True
+
+
+class PersistentTaskState:
+    """The persistent stores of one task, their database and their changelogs (host side).
+
+    Parameters
+    ----------
+    stores : dict of str to store
+        The task's stores already made persistent (:func:`makePersistent`), by name.
+    logged : dict of str to (str or None)
+        Each store's changelog topic (None: logging disabled, Kafka's ``withLoggingDisabled``).
+    path : str
+        The task's database directory.
+    memoryBytes : int
+        RocksDB's memory bound per process (``kspark.store.memory.bytes``).
+    maxCachedEntries : int
+        Loaded entries a store keeps between micro-batches (``kspark.store.cache.max.entries``).
+    """
+
+    def __init__(self, stores: dict, logged: dict[str, str | None], path: str, memoryBytes: int,
+                 maxCachedEntries: int) -> None:
+        self.stores, self.logged, self.path = stores, logged, path
+        self.memoryBytes, self.maxCachedEntries = memoryBytes, maxCachedEntries
+        self.db: TaskStateDB | None = None
+
+    def open(self, checkpointId: str, committedVersion: str | None) -> bool:
+        """Open the database and bring it to ``committedVersion``; True if it holds those stores
+        (the working sets are valid if they were), False if a restore is needed (the database and
+        the working sets are then empty)."""
+        self.db = TaskStateDB(self.path, self.memoryBytes)
+        ok = self.db.reconcile(checkpointId, committedVersion)
+        for name, store in self.stores.items():
+            store._attach(_Backend(self.db, name))
+            if not ok:
+                store._resetWorkingSet()
+        if not ok:
+            self.db.wipe(checkpointId, committedVersion)
+        else:
+            self._dropRemovedStores()
+        return ok
+
+    def _dropRemovedStores(self) -> None:
+        """Delete the entries of stores the topology no longer has (topology evolution)."""
+        for name in self.db.storeNames() - set(self.stores):
+            prefix = storePrefix(name)
+            log.info("Deleting the local entries of store %s, which the topology no longer has", name)
+            self.db.deleteRange(prefix, prefixEnd(prefix))
+
+    def restoreRecords(self, storeName: str, keys: list, values: list) -> None:
+        """Write changelog records (in offset order) into store ``storeName``'s entries."""
+        store = self.stores[storeName]
+        self.db.write(store._restoreWrites(storePrefix(storeName), keys, values))
+
+    def restored(self, checkpointId: str, committedVersion: str | None) -> None:
+        """The restore is complete: the stores are those of ``committedVersion``."""
+        for store in self.stores.values():
+            store._restored()
+        self.db.markApplied(checkpointId, committedVersion)
+
+    def flush(self, version: str, batchId: int, streamTime: int, checkpointId: str) -> list:
+        """Write this micro-batch's changes as pending under ``version`` and return the changelog
+        records as ``(topic, key, value, timestamp, headers)`` tuples, in change order per store."""
+        writes: list = []
+        ranges: list = []
+        records: list = []
+        header = ((CHANGELOG_HEADER, f"{checkpointId}:{batchId}".encode()),)
+        for name, store in self.stores.items():
+            topic = self.logged.get(name)
+            changes = _Changes()
+            store._flush(changes, streamTime, topic is not None)
+            meta = store._metaSnapshot()
+            if meta is not None:  # for readers of the database (interactive queries)
+                changes.writes.append((_STORE_META + name.encode("utf-8"), json.dumps(meta).encode()))
+            writes += changes.writes
+            ranges += changes.ranges
+            if topic is not None:
+                records += [(topic, k, v, t, header) for k, v, t in changes.records]
+        self.db.writePending(writes, version, batchId, ranges)
+        for store in self.stores.values():
+            store._evict(self.maxCachedEntries)
+        return records
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+class ReadOnlyBackend:
+    """A store's view of a task database opened read-only by another process (RocksDB's secondary
+    instance: interactive queries, ``checkpointedStore``), as of a committed micro-batch: the
+    applied entries, with the pending writes over them when ``withPending`` (their batch has
+    committed)."""
+
+    __slots__ = ("db", "prefix", "end", "withPending")
+
+    def __init__(self, db, storeName: str, withPending: bool) -> None:
+        self.db, self.prefix, self.withPending = db, storePrefix(storeName), withPending
+        self.end = prefixEnd(self.prefix)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.getRaw(self.prefix + key)
+
+    def getRaw(self, key: bytes) -> bytes | None:
+        """The value of database key ``key`` (with its prefix), pending writes first if committed."""
+        if self.withPending:
+            pending = self.db.get(_PENDING + key)
+            if pending is not None:
+                return pending[1:] if pending[:1] == b"\x01" else None
+        return self.db.get(key)
+
+    def items(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool):
+        import rocksdict
+
+        def scan(prefix: bytes, end: bytes | None):
+            start = prefix if lo is None else prefix + lo
+            if hi is not None:
+                end = prefix + hi + b"\x00" if hiInclusive else prefix + hi
+            options = rocksdict.ReadOptions()
+            if end is not None:
+                options.set_iterate_upper_bound(end)
+            skip = len(prefix)
+            return {key[skip:]: value for key, value in self.db.items(from_key=start, read_opt=options)}
+
+        found = scan(self.prefix, self.end)
+        if self.withPending:
+            for key, value in scan(_PENDING + self.prefix, prefixEnd(_PENDING + self.prefix)).items():
+                if value[:1] == b"\x01":
+                    found[key] = value[1:]
+                else:
+                    found.pop(key, None)
+        return sorted(found.items())
+
+
+def readOnlyStore(store, db, withPending: bool):
+    """``store`` (as its builder built it) made persistent over ``db`` read-only (see
+    ``ReadOnlyBackend``), with the meta its task last wrote (observed stream time...); None if
+    its kind has no persistent form."""
+    if not makePersistent(store):
+        return None
+    backend = ReadOnlyBackend(db, store.name(), withPending)
+    store._attach(backend)
+    meta = backend.getRaw(_STORE_META + store.name().encode("utf-8"))
+    if meta is not None:
+        store._metaRestore(json.loads(meta))
+    return store
+
+
+class MergedKeyValueView:
+    """The key-value stores of several tasks read as one (interactive queries over every task):
+    ``get`` from the task that has the key, scans merged in serialized-key order."""
+
+    def __init__(self, stores: list) -> None:
+        self._stores = stores
+
+    def name(self) -> str:
+        return self._stores[0].name() if self._stores else ""
+
+    def get(self, key):
+        for store in self._stores:
+            found = store.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def _merged(self, method: str, *args, reverse: bool = False) -> KeyValueIterator:
+        entries = []
+        for store in self._stores:
+            keyBytes = store._keyBytes
+            entries += [(keyBytes(kv.key), kv) for kv in getattr(store, method)(*args)]
+        entries.sort(key=lambda e: e[0], reverse=reverse)
+        return KeyValueIterator([kv for _, kv in entries])
+
+    def range(self, fromKey=None, toKey=None) -> KeyValueIterator:
+        return self._merged("range", fromKey, toKey)
+
+    def reverseRange(self, fromKey=None, toKey=None) -> KeyValueIterator:
+        return self._merged("range", fromKey, toKey, reverse=True)
+
+    def all(self) -> KeyValueIterator:
+        return self._merged("range")
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self._merged("range", reverse=True)
+
+    def prefixScan(self, prefix, prefixKeySerializer) -> KeyValueIterator:
+        return self._merged("prefixScan", prefix, prefixKeySerializer)
+
+    def approximateNumEntries(self) -> int:
+        return sum(store.approximateNumEntries() for store in self._stores)

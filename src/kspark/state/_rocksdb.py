@@ -1,0 +1,272 @@
+"""The local store of one task: one RocksDB on the executor's disk for every persistent store of
+the task (Kafka Streams: the task directory under ``state.dir`` with a RocksDB per store, and its
+``.checkpoint`` file).
+
+Keys of the database (raw bytes):
+
+- ``s<store name>\\x00<store key>``: a store's entries, each store under its own prefix
+  (:func:`storePrefix`); what follows the prefix is the store's own layout (see
+  ``kspark.state._persistent``).
+- ``\\x00meta``: JSON of the database's position (:class:`TaskStateDB` ``meta``).
+- ``\\x00pend<store key with prefix>``: the last micro-batch's writes, not yet known to be
+  committed (``\\x01`` + the new value, or ``\\x00`` for a delete).
+
+Exactly once under Spark's replays. A micro-batch's changes are written as *pending* under a
+fresh version id, in one atomic write batch with the meta. Only the next micro-batch knows
+whether Spark committed that batch: Spark's state for the task (the checkpoint, a
+``ValueState``) then holds the version of the last committed batch. :meth:`TaskStateDB.reconcile`
+applies the pending writes when their version is the committed one, drops them when the
+database's applied version is the committed one (the batch failed and Spark replays it), and
+otherwise reports that the database must be restored from the changelog topics (a new executor,
+a deleted directory, an older or another checkpoint). So a replayed batch always starts from
+the stores of the previous committed batch, and no changelog is read in the common case.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from typing import Iterator
+
+log = logging.getLogger("kspark.state")
+
+__all__ = ["TaskStateDB", "storePrefix", "prefixEnd"]
+
+_META = b"\x00meta"
+_PENDING = b"\x00pend"
+_PENDING_END = b"\x00pene"  # _PENDING with its last byte + 1: the end of the pending range
+_PENDING_RANGES = b"\x00penr"  # + lo -> hi: a range [lo, hi) the pending writes delete first
+_PENDING_RANGES_END = b"\x00pens"
+_PUT, _DELETE = b"\x01", b"\x00"
+_STORE_META = b"\x00smeta"  # + store name -> JSON of what the task checkpoint keeps of the store
+
+# One block cache and one write-buffer budget per Python worker process, shared by every task
+# database it opens (RocksDB's own way to bound a process's memory: the memtables are charged to
+# the block cache). Set from kspark.store.memory.bytes by the first open.
+_SHARED: dict = {}
+
+
+def storePrefix(storeName: str) -> bytes:
+    """The key prefix of store ``storeName`` in its task's database (store names never hold NUL)."""
+    return b"s" + storeName.encode("utf-8") + b"\x00"
+
+
+def prefixEnd(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None: no such key)."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
+
+
+def _options(memoryBytes: int):
+    """RocksDB options with the process's shared memory bound (block cache + memtables)."""
+    import rocksdict
+
+    shared = _SHARED.get(memoryBytes)
+    if shared is None:
+        cache = rocksdict.Cache(memoryBytes)
+        # memtables are charged to the block cache: half of the bound at most
+        buffers = rocksdict.WriteBufferManager.new_write_buffer_manager_with_cache(memoryBytes // 2, False, cache)
+        shared = _SHARED[memoryBytes] = (cache, buffers)
+    cache, buffers = shared
+    table = rocksdict.BlockBasedOptions()
+    table.set_block_cache(cache)
+    table.set_bloom_filter(10, False)  # point reads of absent keys (a new key of an aggregation) skip the files
+    table.set_cache_index_and_filter_blocks(True)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_block_based_table_factory(table)
+    options.set_write_buffer_manager(buffers)
+    options.set_write_buffer_size(min(16 << 20, max(1 << 20, memoryBytes // 8)))
+    options.set_max_write_buffer_number(2)
+    options.set_max_open_files(256)
+    options.set_keep_log_file_num(2)
+    options.set_max_background_jobs(2)
+    return options
+
+
+class TaskStateDB:
+    """The RocksDB database of one task (see the module docstring).
+
+    Parameters
+    ----------
+    path : str
+        A directory on local disk; created if missing.
+    memoryBytes : int
+        The bound of RocksDB's memory (block cache and memtables) in this process
+        (``kspark.store.memory.bytes``), shared by every database the process opens with it.
+    lockTimeoutS : float
+        How long to wait for another process of this executor that still holds the database
+        (a task attempt that has not ended yet) before failing.
+
+    Raises
+    ------
+    kspark.errors.ProcessorStateException
+        If the database cannot be opened within ``lockTimeoutS`` (naming the path and RocksDB's
+        error).
+    """
+
+    def __init__(self, path: str, memoryBytes: int, lockTimeoutS: float = 60.0) -> None:
+        import rocksdict
+
+        from ..errors import ProcessorStateException
+
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        deadline = time.monotonic() + lockTimeoutS
+        while True:
+            try:
+                self.db = rocksdict.Rdict(path, _options(memoryBytes))
+                break
+            except Exception as e:  # noqa: BLE001 - rocksdict raises a plain Exception
+                if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                    raise ProcessorStateException(f"Cannot open the local store {path}: {e}") from e
+                time.sleep(0.05)
+        raw = self.db.get(_META)
+        self.meta: dict = json.loads(raw) if raw is not None else {}
+
+    # ------------------------------------------------------------------ position
+    def reconcile(self, checkpointId: str, committedVersion: str | None) -> bool:
+        """Bring the database to the committed version: apply or drop the pending writes.
+
+        Returns True when the database now holds exactly the stores of ``committedVersion``
+        (None: the checkpoint has not committed a batch yet) of checkpoint ``checkpointId``;
+        False when it does not know them (it must be restored, :meth:`wipe` first)."""
+        meta = self.meta
+        if meta.get("checkpoint") != checkpointId:
+            return False
+        pending = meta.get("pending")
+        if pending is not None and pending == committedVersion:
+            self._applyPending(committedVersion)
+            return True
+        if meta.get("applied") == committedVersion:
+            if pending is not None:
+                self._dropPending()
+            return True
+        return False
+
+    def _applyPending(self, version: str) -> None:
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, hi in self._items(_PENDING_RANGES, _PENDING_RANGES_END):
+            batch.delete_range(key[len(_PENDING_RANGES):], hi)
+        batch.delete_range(_PENDING_RANGES, _PENDING_RANGES_END)
+        skip = len(_PENDING)
+        for key, value in self._items(_PENDING, _PENDING_END):
+            if value[:1] == _PUT:
+                batch.put(key[skip:], value[1:])
+            else:
+                batch.delete(key[skip:])
+        batch.delete_range(_PENDING, _PENDING_END)
+        self._setMeta(batch, applied=version, pending=None)
+        self.db.write(batch)
+
+    def _dropPending(self) -> None:
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.delete_range(_PENDING_RANGES, _PENDING_RANGES_END)
+        batch.delete_range(_PENDING, _PENDING_END)
+        self._setMeta(batch, pending=None)
+        self.db.write(batch)
+
+    def _setMeta(self, batch, **changes) -> None:
+        self.meta = {**self.meta, **changes}
+        batch.put(_META, json.dumps(self.meta).encode())
+
+    def wipe(self, checkpointId: str, version: str | None) -> None:
+        """Delete every store entry and pending write; the database then holds the empty stores
+        of ``version`` of checkpoint ``checkpointId`` (to be filled by a restore)."""
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.delete_range(b"\x00", b"\xff\xff")
+        self.meta = {}
+        self._setMeta(batch, checkpoint=checkpointId, applied=version, pending=None)
+        self.db.write(batch)
+
+    def markApplied(self, checkpointId: str, version: str | None) -> None:
+        """Record that the stores are those of ``version`` (after a restore wrote them)."""
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        self._setMeta(batch, checkpoint=checkpointId, applied=version, pending=None)
+        self.db.write(batch)
+
+    def writePending(self, writes: list[tuple[bytes, bytes | None]], version: str, batchId: int,
+                     ranges: list[tuple[bytes, bytes]] = ()) -> None:
+        """Write a micro-batch's changes as pending under ``version``, atomically with the meta:
+        ``writes`` (key with its store prefix, value or None) and ``ranges`` (``[lo, hi)`` to
+        delete before the writes are applied)."""
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for lo, hi in ranges:
+            batch.put(_PENDING_RANGES + lo, hi)
+        for key, value in writes:
+            batch.put(_PENDING + key, _DELETE if value is None else _PUT + value)
+        self._setMeta(batch, pending=version, pendingBatch=batchId)
+        self.db.write(batch)
+
+    # ------------------------------------------------------------------ reads
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(key)
+
+    def write(self, puts: list[tuple[bytes, bytes | None]]) -> None:
+        """Write store entries directly (a restore), in one atomic batch."""
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, value in puts:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        self.db.write(batch)
+
+    def deleteRange(self, lo: bytes, hi: bytes) -> None:
+        """Delete the entries in ``[lo, hi)`` (a store's expired segments, a removed store)."""
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.delete_range(lo, hi)
+        self.db.write(batch)
+
+    def _items(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        import rocksdict
+
+        options = rocksdict.ReadOptions()
+        if hi is not None:
+            options.set_iterate_upper_bound(hi)
+        options.fill_cache(False)
+        return self.db.items(from_key=lo, read_opt=options)
+
+    def items(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """The entries with keys in ``[lo, hi)`` (``hi`` None: to the end), in key order."""
+        return self._items(lo, hi)
+
+    def storeNames(self) -> set[str]:
+        """The stores that have entries in the database."""
+        names = set()
+        key = b"s"
+        while True:
+            found = next(iter(self.db.keys(from_key=key)), None)
+            if found is None or not found.startswith(b"s"):
+                return names
+            name, _, _ = found[1:].partition(b"\x00")
+            names.add(name.decode("utf-8"))
+            key = b"s" + name + b"\x01"
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    @staticmethod
+    def destroy(path: str) -> None:
+        """Delete the database directory (a store directory deleted between batches is restored)."""
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,372 @@
+"""The Spark host's persistent stores (kspark.state._persistent, _rocksdb, _restore) without
+Spark: the same reads as the in-memory stores, a micro-batch's changes pending until the next
+batch finds them committed, changelog records in Kafka's layout, restores that skip replayed
+batches (rules E-2, T-17)."""
+
+import copy
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+
+from kspark import Serdes
+from kspark.runtime.stream_task import encodeHeaders
+from kspark.state import Stores, ValueAndTimestamp
+from kspark.state._persistent import CHANGELOG_HEADER, PersistentTaskState, makePersistent
+from kspark.state._restore import _keepHeader, restoreStores
+from kspark.topics import LocalTopics
+
+CKPT = "ckpt-1"
+
+
+def kvStore(name="s", timestamped=False, valueSerde=None):
+    supplier = Stores.persistentTimestampedKeyValueStore(name) if timestamped else Stores.persistentKeyValueStore(name)
+    builder = (Stores.timestampedKeyValueStoreBuilder if timestamped else Stores.keyValueStoreBuilder)(
+        supplier, Serdes.String(), valueSerde or Serdes.JSON())
+    return builder.build()
+
+
+def taskState(tmp_path, stores, logged=True, entries=1000):
+    persistent = {}
+    for store in stores:
+        assert makePersistent(store)
+        persistent[store.name()] = store
+    return PersistentTaskState(persistent, {n: f"app-{n}-changelog" if logged else None for n in persistent},
+                               str(tmp_path / "0_0"), 8 << 20, entries)
+
+
+def test_a_new_store_is_empty_and_a_batch_is_read_back_after_its_commit(tmp_path):
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, None) is False  # nothing there yet: a restore (of nothing) is needed
+    state.restored(CKPT, None)
+    assert store.get("a") is None
+    store.put("a", {"n": 1})
+    store.put("b", [1, 2])
+    store.put("gone", 5)
+    store.delete("gone")
+    records = state.flush("v1", 0, 99, CKPT)
+    state.close()
+    # changelog records: Kafka's key-value layout (serialized key, serialized value; a tombstone)
+    assert sorted((t, k, v, ts) for t, k, v, ts, _ in records) == [
+        ("app-s-changelog", b"a", b'{"n":1}', 99), ("app-s-changelog", b"b", b"[1,2]", 99),
+        ("app-s-changelog", b"gone", None, 99)]
+    assert {h for *_, h in records} == {((CHANGELOG_HEADER, b"ckpt-1:0"),)}
+
+    fresh = kvStore()
+    state = taskState(tmp_path, [fresh])
+    assert state.open(CKPT, "v1") is True  # v1 committed: its pending writes are applied
+    assert fresh.get("a") == {"n": 1} and fresh.get("b") == [1, 2] and fresh.get("gone") is None
+    assert [(kv.key, kv.value) for kv in fresh.all()] == [("a", {"n": 1}), ("b", [1, 2])]
+    state.close()
+
+
+def test_a_replayed_batch_starts_from_the_stores_of_the_batch_before_it(tmp_path):
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    state.restored(CKPT, None)
+    store.put("a", 1)
+    state.flush("v1", 0, 10, CKPT)
+    state.close()
+    assert state.open(CKPT, "v1")
+    store.put("a", 2)
+    store.put("b", 1)
+    state.flush("v2", 1, 20, CKPT)  # batch 1 fails after this: Spark still has v1
+    state.close()
+
+    replay = kvStore()
+    state = taskState(tmp_path, [replay])
+    assert state.open(CKPT, "v1") is True  # the database's applied version is v1: v2 is dropped
+    assert replay.get("a") == 1 and replay.get("b") is None
+    state.close()
+
+
+def test_another_checkpoint_or_an_unknown_version_needs_a_restore_and_wipes_the_store(tmp_path):
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    store.put("a", 1)
+    state.flush("v1", 0, 10, CKPT)
+    state.close()
+    for checkpoint, version in (("ckpt-2", "v1"), (CKPT, "v9")):
+        other = kvStore()
+        state = taskState(tmp_path, [other])
+        assert state.open(checkpoint, version) is False
+        assert other.get("a") is None  # wiped: a restore fills it
+        state.close()
+
+
+def test_timestamped_values_use_kafkas_value_and_timestamp_layout(tmp_path):
+    store = kvStore(timestamped=True, valueSerde=Serdes.Long())
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    store.put("k", ValueAndTimestamp(7, 1_700_000_000_123))
+    records = state.flush("v1", 0, 5, CKPT)
+    state.close()
+    # ValueAndTimestampSerializer: 8-byte big-endian timestamp, then the value; the changelog
+    # record's timestamp is the value's
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == [
+        (b"k", struct.pack(">q", 1_700_000_000_123) + struct.pack(">q", 7), 1_700_000_000_123)]
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, "v1")
+    assert store.get("k") == ValueAndTimestamp(7, 1_700_000_000_123)
+    assert store._getValue("k") == 7
+    state.close()
+
+
+def test_reads_return_new_objects_after_a_reload(tmp_path):
+    store = kvStore()
+    state = taskState(tmp_path, [store], entries=0)  # nothing kept between batches: every read loads
+    state.open(CKPT, None)
+    store.put("a", {"n": [1]})
+    state.flush("v1", 0, 0, CKPT)
+    state.close()
+    state.open(CKPT, "v1")
+    first = store.get("a")
+    first["n"].append(2)  # a caller changing what it read does not change the store
+    assert store.get("a") == {"n": [1]}
+    state.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_persistent_store_reads_what_the_in_memory_store_reads(tmp_path, seed):
+    """The general path (in-memory KeyValueStore, TopologyTestDriver's) and the persistent one
+    (working set over RocksDB), on the same random operations, micro-batches and replays."""
+    rng = random.Random(seed)
+    memory = kvStore()
+    persistent = kvStore()
+    state = taskState(tmp_path, [persistent], entries=rng.choice([0, 5, 1000]))
+    committed, batch = None, 0
+    state.open(CKPT, committed)
+    keys = [f"k{i:02d}" for i in range(40)] + ["k", "k0", "k00\xff"]
+
+    def check():
+        assert [(kv.key, kv.value) for kv in persistent.all()] == [(kv.key, kv.value) for kv in memory.all()]
+        lo, hi = sorted(rng.sample(keys, 2))
+        assert list(persistent.range(lo, hi)) == list(memory.range(lo, hi))
+        assert list(persistent.reverseRange(lo, None)) == list(memory.reverseRange(lo, None))
+        assert list(persistent.prefixScan("k0", Serdes.String())) == list(memory.prefixScan("k0", Serdes.String()))
+        assert persistent.approximateNumEntries() == memory.approximateNumEntries()
+
+    for _ in range(12):
+        before = [(kv.key, kv.value) for kv in memory.all()]
+        for _ in range(rng.randrange(1, 40)):
+            key, op = rng.choice(keys), rng.random()
+            if op < 0.5:
+                value = rng.choice([rng.randrange(100), f"s{rng.randrange(9)}", {"a": rng.randrange(5)}, [1, "x"]])
+                memory.put(key, value)
+                persistent.put(key, value)
+            elif op < 0.65:
+                assert persistent.delete(key) == memory.delete(key)
+            elif op < 0.75:
+                assert persistent.putIfAbsent(key, 1) == memory.putIfAbsent(key, 1)
+            else:
+                assert persistent.get(key) == memory.get(key)
+            if rng.random() < 0.1:
+                check()
+        check()
+        version = f"v{batch}"
+        state.flush(version, batch, 0, CKPT)
+        state.close()
+        if rng.random() < 0.3:  # the batch failed: Spark replays it from the committed version
+            memory = kvStore()
+            memory.putAll(before)
+            persistent = kvStore()
+            state = taskState(tmp_path, [persistent], entries=rng.choice([0, 5, 1000]))
+        else:
+            committed = version
+        assert state.open(CKPT, committed)
+        batch += 1
+    state.close()
+
+
+def test_restore_reads_the_changelog_and_skips_the_replayed_batches(tmp_path):
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("app-s-changelog", 1)
+
+    def tag(checkpoint, batch):
+        return encodeHeaders(((CHANGELOG_HEADER, f"{checkpoint}:{batch}".encode()),))
+
+    rows = [
+        (b"a", b"1", tag("old", 7)),  # another checkpoint: not this one's (local topics restart their input)
+        (b"a", b"2", tag(CKPT, 0)),
+        (b"b", b"3", tag(CKPT, 0)),
+        (b"b", None, tag(CKPT, 1)),
+        (b"c", b"4", tag(CKPT, 1)),
+        (b"a", b"9", tag(CKPT, 2)),  # batch 2 reached the log but not Spark's commit log: replayed
+    ]
+    topics.append("app-s-changelog", 0, pa.table({
+        "timestamp": [0] * len(rows), "key": [r[0] for r in rows], "value": [r[1] for r in rows],
+        "headers": [r[2] for r in rows]}))
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v1") is False
+    assert restoreStores(state, topics, 0, CKPT, 2, localTopics=True, taskId="0_0") == 4
+    state.restored(CKPT, "v1")
+    assert [(kv.key, kv.value) for kv in store.all()] == [("a", 2), ("c", 4)]
+    state.close()
+
+
+def test_which_changelog_records_a_restore_applies():
+    def header(checkpoint, batch):
+        return encodeHeaders(((CHANGELOG_HEADER, f"{checkpoint}:{batch}".encode()),))
+
+    # Kafka: everything but this checkpoint's batches from the replayed one on (Kafka Streams'
+    # own records have no header; another checkpoint resumes the group's offsets)
+    assert _keepHeader(None, CKPT, 3, localTopics=False)
+    assert _keepHeader(header("other", 9), CKPT, 3, localTopics=False)
+    assert _keepHeader(header(CKPT, 2), CKPT, 3, localTopics=False)
+    assert not _keepHeader(header(CKPT, 3), CKPT, 3, localTopics=False)
+    assert not _keepHeader(header(CKPT, 4), CKPT, 3, localTopics=False)
+    # local topics: only this checkpoint's committed batches
+    assert not _keepHeader(None, CKPT, 3, localTopics=True)
+    assert not _keepHeader(header("other", 0), CKPT, 3, localTopics=True)
+    assert _keepHeader(header(CKPT, 2), CKPT, 3, localTopics=True)
+    assert not _keepHeader(header(CKPT, 3), CKPT, 3, localTopics=True)
+
+
+def test_a_store_without_logging_writes_no_changelog(tmp_path):
+    store = kvStore()
+    state = taskState(tmp_path, [store], logged=False)
+    state.open(CKPT, None)
+    store.put("a", 1)
+    assert state.flush("v1", 0, 0, CKPT) == []
+    state.close()
+    state.open(CKPT, "v1")
+    assert store.get("a") == 1
+    state.close()
+
+
+def test_stores_removed_from_the_topology_are_deleted_from_the_local_store(tmp_path):
+    kept, dropped = kvStore("kept"), kvStore("dropped")
+    state = taskState(tmp_path, [kept, dropped])
+    state.open(CKPT, None)
+    kept.put("a", 1)
+    dropped.put("b", 2)
+    state.flush("v1", 0, 0, CKPT)
+    state.close()
+    again = kvStore("kept")
+    state = taskState(tmp_path, [again])
+    assert state.open(CKPT, "v1")
+    assert state.db.storeNames() == {"kept"}
+    assert again.get("a") == 1
+    state.close()
+
+
+def sessionStore(name="sessions", retention=120_000, persistent=True):
+    supplier = (Stores.persistentSessionStore if persistent else Stores.inMemorySessionStore)(name, retention)
+    return Stores.sessionStoreBuilder(supplier, Serdes.String(), Serdes.Long()).build()
+
+
+def sessionsOf(store):
+    return [(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
+            for kv in store.findSessionsByEnd(-(1 << 62), 1 << 62)]
+
+
+@pytest.mark.parametrize("seed,persistentSemantics", [(1, True), (2, True), (3, False), (4, True)])
+def test_a_persistent_session_store_reads_what_the_in_memory_one_reads(tmp_path, seed, persistentSemantics):
+    """The in-memory SessionStore (TopologyTestDriver's) and the RocksDB one on the same random
+    puts, removes, reads and expiry (ST-3..ST-7), over micro-batches, replays and restores from
+    the task checkpoint's meta."""
+    rng = random.Random(seed)
+
+    def fresh():
+        return sessionStore(persistent=persistentSemantics)
+
+    memory, persistent = fresh(), fresh()
+    state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+    committed, batch = None, 0
+    state.open(CKPT, committed)
+    keys = ["a", "b", "ab", "a\x00", "zz"]
+    now = 100_000
+
+    def check():
+        for key in keys:
+            got = [(kv.key.window().start(), kv.key.window().end(), kv.value) for kv in persistent.fetch(key)]
+            assert got == [(kv.key.window().start(), kv.key.window().end(), kv.value) for kv in memory.fetch(key)]
+            lo = rng.randrange(max(0, now - 200_000), now + 1)
+            assert list(persistent.findSessions(key, lo, lo + 50_000)) == list(memory.findSessions(key, lo, lo + 50_000))
+            assert persistent._findSessionEntries(persistent._keyBytes(key), lo, lo + 50_000) == \
+                memory._findSessionEntries(memory._keyBytes(key), lo, lo + 50_000)
+        lo = rng.randrange(0, now + 1)
+        assert list(persistent.findSessionsByEnd(lo, lo + 100_000)) == list(memory.findSessionsByEnd(lo, lo + 100_000))
+
+    for _ in range(10):
+        before = copy.deepcopy((memory.snapshot(), {"observed": memory._observed, "purgedBelow": memory._purgedBelow}))
+        for _ in range(rng.randrange(1, 30)):
+            key = rng.choice(keys)
+            now += rng.randrange(0, 20_000)
+            end = now - rng.randrange(0, 60_000)
+            start = max(0, end - rng.randrange(0, 30_000))
+            if rng.random() < 0.75:
+                count = rng.randrange(1, 50)
+                for store in (memory, persistent):
+                    store._putEntry(end, store._keyBytes(key), start, key, count)
+            else:
+                existing = [kv.key for kv in memory.fetch(key)]
+                if existing:
+                    victim = rng.choice(existing)
+                    memory.remove(victim)
+                    persistent.remove(victim)
+            if rng.random() < 0.2:
+                check()
+        check()
+        assert persistent._observed == memory._observed and persistent._purgedBelow == memory._purgedBelow
+        version = f"v{batch}"
+        meta = persistent._metaSnapshot()
+        state.flush(version, batch, now, CKPT)
+        state.close()
+        if rng.random() < 0.3:  # failed: replay from the committed version and its checkpoint meta
+            memory = fresh()
+            memory.restore(before[0])
+            persistent = fresh()
+            state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+            assert makePersistent(persistent)
+            persistent._metaRestore(before[1])
+        else:
+            committed = version
+            if rng.random() < 0.3:  # the task is rebuilt from its checkpoint (another worker)
+                persistent = fresh()
+                state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+                persistent._metaRestore(meta)
+        assert state.open(CKPT, committed)
+        batch += 1
+    state.close()
+
+
+def test_a_session_store_restored_from_its_changelog_drops_the_expired_sessions(tmp_path):
+    store = sessionStore(retention=120_000)
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    kb = b"k"
+    store._putEntry(10_000, kb, 5_000, "k", 3)
+    store._putEntry(20_000, kb, 20_000, "k", 1)
+    records = state.flush("v1", 0, 20_000, CKPT)
+    # Kafka's SessionKeySchema: key + end + start (8-byte big-endian longs), the aggregate's bytes
+    assert sorted((k, v) for _, k, v, _, _ in records) == [
+        (b"k" + struct.pack(">qq", 10_000, 5_000), struct.pack(">q", 3)),
+        (b"k" + struct.pack(">qq", 20_000, 20_000), struct.pack(">q", 1))]
+    state.close()
+    state.open(CKPT, "v1")
+    store._putEntry(400_000, b"j", 400_000, "j", 1)  # segments below (400000 - 120000) // 60000 = 4 expire
+    assert store._purgedBelow == 4
+    state.flush("v2", 1, 400_000, CKPT)
+    state.close()
+
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("app-sessions-changelog", 1)
+    tag = encodeHeaders(((CHANGELOG_HEADER, f"{CKPT}:0".encode()),))
+    topics.append("app-sessions-changelog", 0, pa.table({
+        "timestamp": [0, 0], "key": [k for _, k, _, _, _ in records], "value": [v for _, _, v, _, _ in records],
+        "headers": [tag, tag]}))
+    restored = sessionStore(retention=120_000)
+    state = taskState(tmp_path / "elsewhere", [restored])
+    restored._metaRestore(store._metaSnapshot())
+    assert state.open(CKPT, "v1") is False
+    restoreStores(state, topics, 0, CKPT, 1, localTopics=True, taskId="0_0")
+    state.restored(CKPT, "v1")
+    assert sessionsOf(restored) == []  # both sessions end before the expiry point
+    assert list(state.db.items(b"s", b"t")) == []
+    state.close()
