@@ -47,10 +47,7 @@ timestamp again (``RecordConverters.rawValueToTimestampedValue``: ``restoreValue
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
-
-if TYPE_CHECKING:
-    from ..dsl._internals.fk_join import SubscriptionWrapper, SubscriptionWrapperSerde
+from typing import Any, Iterable, Mapping, NamedTuple
 
 __all__ = [
     "CHANGELOG_SUFFIX", "ChangelogRecord", "RecordContext", "STORE_KINDS", "SUPPRESSION_BUFFER_HEADERS",
@@ -482,8 +479,7 @@ def decodeCombinedKey(data: bytes) -> tuple[bytes, bytes]:
     return bytes(data[4:4 + n]), bytes(data[4 + n:])
 
 
-def subscriptionRecord(foreignKey: bytes, primaryKey: bytes, wrapper: "SubscriptionWrapper | None",
-                       wrapperSerde: "SubscriptionWrapperSerde", timestamp: int | None,
+def subscriptionRecord(foreignKey: bytes, primaryKey: bytes, wrapper: Any, wrapperSerde: Any, timestamp: int | None,
                        contextTimestamp: int) -> ChangelogRecord:
     """A change of a foreign-key join's subscription store
     (``KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<n>``, a timestamped key-value store of
@@ -491,13 +487,13 @@ def subscriptionRecord(foreignKey: bytes, primaryKey: bytes, wrapper: "Subscript
     ``timestampedKeyValueRecord``, the value is the bare ``SubscriptionWrapperSerde`` bytes
     (``{hash is null bit, version 7 bits}{instruction}{16-byte hash}{primary key}{partition: int}``)
     with the subscription's timestamp; ``wrapper`` None (a delete instruction) is a tombstone with
-    the context's timestamp."""
+    the context's timestamp. ``wrapper``/``wrapperSerde``: the FK join's ``SubscriptionWrapper`` and
+    ``SubscriptionWrapperSerde`` (``kspark.dsl._internals.fk_join``; state/ does not import the DSL)."""
     value = None if wrapper is None else wrapperSerde.serialize(None, wrapper)
     return timestampedKeyValueRecord(encodeCombinedKey(foreignKey, primaryKey), value, timestamp, contextTimestamp)
 
 
-def decodeSubscriptionRecord(record: ChangelogRecord, wrapperSerde: "SubscriptionWrapperSerde"
-                             ) -> tuple[bytes, bytes, "SubscriptionWrapper | None", int | None]:
+def decodeSubscriptionRecord(record: ChangelogRecord, wrapperSerde: Any) -> tuple[bytes, bytes, Any, int | None]:
     """``(foreign key bytes, primary key bytes, wrapper or None, record timestamp)`` of a
     subscription store changelog record."""
     fk, pk = decodeCombinedKey(record.key)
