@@ -442,7 +442,7 @@ def streamTableJoinBufferRecord(key: bytes, timestamp: int, seqnum: int, context
     buffer's accepted puts from 1 (``nextSeqnum(..., True)``), value ``encodeBufferValue(context,
     None, None, value)`` + 8 zero bytes (``logValue`` appends the buffer time of a
     ``BufferKey(0L, ...)``), no timestamp, no headers. ``key``/``value`` are serialized with the
-    application's *default* serdes (``setSerdesIfNull``).
+    join's ``Joined`` serdes, the application's defaults where unset (``setSerdesIfNull``).
 
     Note: Kafka 4.3.1's restore of this changelog (``RocksDBTimeOrderedKeyValueBytesStore.
     getWriteBatches``) parses the key as a key-first window key (``WindowKeySchema.
