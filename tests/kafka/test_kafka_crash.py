@@ -4,6 +4,7 @@ read_committed is exactly an uninterrupted run's; with at_least_once nothing is 
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from _kafka_crash_runner import topology
 from _processes import killRun
 from kspark.runtime.partitioner import partitionForKey
+from kspark.runtime.stream_task import decodeHeaders
 from kspark.serialization import Serdes
 from kspark.testing import TopologyTestDriver
 from kspark.topics import openTopics
@@ -82,6 +84,9 @@ def runner(broker, stateDir, guarantee, **kw):
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
 
 
+FAULTS = Path(__file__).with_name("faults")
+
+
 def finish(proc, timeout=300):
     """Wait for a runner (an uninterrupted run takes ~35 s); one that hangs is dumped (its Python
     threads' stacks, faulthandler on SIGUSR1), killed, and fails the test with its stderr."""
@@ -117,6 +122,42 @@ def test_exactly_once_v2_survives_sigkill_at_random_points(kafkaBroker, tmp_path
     assert killed >= 3  # most runs were cut short
     got = output(topics)
     assert differences(got, expected) == []
+
+
+def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_without_its_stores(
+        kafkaBroker, tmp_path, expected):
+    """Issue 32: a sink task commits its Kafka transaction (records, offsets, store changelogs),
+    then the whole run dies before Spark writes the batch's commit log; the local stores are lost
+    too. The restart replays that batch: its stores are restored from the changelog without the
+    replayed batch's records (their kspark.checkpoint header), and its transaction is found
+    committed, so nothing is written twice."""
+    topics = load(kafkaBroker)
+    marker = tmp_path / "committed"
+    env = {**os.environ, "KSPARK_TEST_STALL_AFTER_COMMIT": str(marker),
+           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    proc = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2", env=env)
+    deadline = time.time() + 240
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        assert time.time() < deadline, "no transaction with changelog records committed"
+        time.sleep(0.2)
+    killRun(proc)
+    checkpointId, batch = marker.read_text().rsplit(":", 1)
+    appId = f"crash-{tmp_path.name}"
+    stores = tmp_path / "state" / appId / "stores"
+    assert any(stores.iterdir())
+    shutil.rmtree(stores)
+    changelog = f"{appId}-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
+    assert topics.partitionsFor(changelog) == 4
+    # the killed batch's changelog records are in Kafka (read_committed)
+    tags = {dict(decodeHeaders(r["headers"])).get("kspark.checkpoint") for p, end in topics.endOffsets(changelog).items()
+            for r in topics.read(changelog, p, 0, end).to_pylist()}
+    assert f"{checkpointId}:{batch}".encode() in tags
+
+    final = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2")
+    _, err = finish(final)
+    assert final.returncode == 0, err.decode()[-3000:]
+    assert differences(output(topics), expected) == []
 
 
 def test_at_least_once_loses_nothing_under_sigkill(kafkaBroker, tmp_path, expected):

@@ -189,7 +189,8 @@ def test_run_on_a_file_uri_state_dir_with_a_relative_topics_dir(spark, tmp_path,
     streams = run()
     assert output() == sorted((f"k{i % 3}", i // 3 + 1, 1_000 + i) for i in range(9))
     appDir = tmp_path / "state" / "uri"
-    assert sorted(p.name for p in appDir.iterdir()) == ["metrics", "subtopology-0"]  # the lock is released
+    # the lock is released; the tasks' local stores (kspark.store.dir's default with a local master)
+    assert sorted(p.name for p in appDir.iterdir()) == ["metrics", "stores", "subtopology-0"]
     assert (appDir / "subtopology-0" / "kspark-topology.json").exists() and (appDir / "subtopology-0" / "commits").is_dir()
     def written(streams):  # by the sink, over the tasks
         return sum(v for m, v in streams.metrics().items()

@@ -4,6 +4,7 @@ batch finds them committed, changelog records in Kafka's layout, restores that s
 batches (rules E-2, T-17)."""
 
 import copy
+import os
 import random
 import struct
 
@@ -104,11 +105,13 @@ def test_timestamped_values_use_kafkas_value_and_timestamp_layout(tmp_path):
     state.open(CKPT, None)
     store.put("k", ValueAndTimestamp(7, 1_700_000_000_123))
     records = state.flush("v1", 0, 5, CKPT)
+    pending = state.db.get(b"\x00pend" + b"ss\x00k")
     state.close()
-    # ValueAndTimestampSerializer: 8-byte big-endian timestamp, then the value; the changelog
-    # record's timestamp is the value's
-    assert [(k, v, ts) for _, k, v, ts, _ in records] == [
-        (b"k", struct.pack(">q", 1_700_000_000_123) + struct.pack(">q", 7), 1_700_000_000_123)]
+    # Kafka's ChangeLoggingTimestampedKeyValueBytesStore logs the value's bytes without its
+    # timestamp, which becomes the record's timestamp (the local store keeps ValueAndTimestamp's
+    # 8-byte big-endian timestamp + value, as Kafka's RocksDB does)
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == [(b"k", struct.pack(">q", 7), 1_700_000_000_123)]
+    assert pending == b"\x01" + struct.pack(">qq", 1_700_000_000_123, 7)
     state = taskState(tmp_path, [store])
     state.open(CKPT, "v1")
     assert store.get("k") == ValueAndTimestamp(7, 1_700_000_000_123)
@@ -369,4 +372,46 @@ def test_a_session_store_restored_from_its_changelog_drops_the_expired_sessions(
     state.restored(CKPT, "v1")
     assert sessionsOf(restored) == []  # both sessions end before the expiry point
     assert list(state.db.items(b"s", b"t")) == []
+    state.close()
+
+
+def test_a_restore_on_local_topics_starts_from_the_newest_snapshot_and_reads_only_the_tail(tmp_path, monkeypatch):
+    """Local changelogs are never compacted: a task snapshots its database once its changelogs
+    grew by more records than it holds, and a restore reads the snapshot plus the records after it."""
+    from kspark.state import _snapshots
+    from kspark.state._snapshots import maybeSnapshot, restoreSnapshot
+
+    monkeypatch.setattr(_snapshots, "_MIN_RECORDS", 50)
+    root = str(tmp_path / "topics")
+    topics = LocalTopics(root)
+    topics.createTopic("app-s-changelog", 1)
+    store = kvStore()
+    state = taskState(tmp_path / "executor-1", [store])
+    committed, snapshots = None, []
+    for batch in range(8):
+        if state.open(CKPT, committed) and committed is not None:
+            snapshots.append(maybeSnapshot(state, topics, root, "app", "0_0", 0, CKPT, batch, committed))
+        for i in range(30):  # 20 keys, rewritten again and again: the log outgrows the store
+            store.put(f"k{(batch * 30 + i) % 20:02d}", batch * 100 + i)
+        records = state.flush(f"v{batch}", batch, batch, CKPT)
+        state.close()
+        topics.append("app-s-changelog", 0, pa.table({
+            "timestamp": [t for _, _, _, t, _ in records], "key": [k for _, k, _, _, _ in records],
+            "value": [v for _, _, v, _, _ in records], "headers": [encodeHeaders(h) for *_, h in records]}))
+        committed = f"v{batch}"
+    assert True in snapshots and len(snapshots) == 7
+    expected = [(kv.key, kv.value) for kv in (state.open(CKPT, committed), store.all())[1]]
+    state.close()
+    assert topics.endOffset("app-s-changelog", 0) == 8 * 20
+
+    moved = kvStore()
+    state = taskState(tmp_path / "executor-2", [moved])  # the task on an executor without its store
+    assert state.open(CKPT, committed) is False
+    offsets = restoreSnapshot(state, root, "app", "0_0", CKPT, 8)
+    assert 0 < offsets["app-s-changelog"] < 8 * 20
+    read = restoreStores(state, topics, 0, CKPT, 8, localTopics=True, taskId="0_0", startOffsets=offsets)
+    state.restored(CKPT, committed)
+    assert read == 8 * 20 - offsets["app-s-changelog"] < 8 * 20  # the tail only
+    assert len(os.listdir(tmp_path / "topics" / "~stores" / "app" / "0_0")) <= 2  # older snapshots are deleted
+    assert [(kv.key, kv.value) for kv in moved.all()] == expected
     state.close()

@@ -443,6 +443,7 @@ class StreamTask:
         # stores a host keeps outside the checkpoint (the Spark host's local RocksDB stores,
         # kspark.state._persistent); the others are part of checkpoint()
         self.persistentStores: set[str] = set()
+        self.legacySnapshots: dict[str, Any] = {}
         self.nodeStates: dict[str, dict] = {}
         self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
@@ -955,9 +956,14 @@ class StreamTask:
         for topic, t in state["partitionTimes"].items():
             if topic in self.queueOf:
                 self.queueOf[topic].partitionTime = t
+        # a persistent store found in the checkpoint: written by a kspark that kept every store
+        # there; the host imports it into the store (importLegacySnapshots)
+        self.legacySnapshots = {}
         for name, data in state["stores"].items():
             if name in self.stores and name not in self.persistentStores:
                 self.stores[name].restore(data)
+            elif name in self.persistentStores:
+                self.legacySnapshots[name] = data
         for name, data in state.get("storeMeta", {}).items():
             if name in self.persistentStores:
                 self.stores[name]._metaRestore(data)

@@ -23,7 +23,7 @@ import tempfile
 import threading
 
 from ..errors import InvalidStateStoreException, StreamsException
-from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
+from ..state._persistent import MergedStoreView, makePersistent, readOnlyStore
 
 __all__ = ["CheckpointStoreProvider", "lastCommittedBatch", "readCheckpointedStore"]
 
@@ -97,7 +97,7 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
                            checkpointId, committed)
 
 
-class _TaskStoresView(MergedKeyValueView):
+class _TaskStoresView(MergedStoreView):
     """The persistent stores of several tasks, each over its database opened read-only."""
 
     def __init__(self, storeName: str, paths: list[str], build, checkpointId: str | None, committed: int | None) -> None:

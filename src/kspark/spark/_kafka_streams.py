@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from ..config import StreamsConfig, resetPolicy
 from ..errors import ConfigException, MissingSourceTopicException, StreamsException
 from ..runtime.metrics import MetricName
-from ..state._persistent import changelogTopic
+from ..state._persistent import changelogConfigOf, changelogTopic
 from ..topics import LocalTopics, openTopics
 from ..topology import Subtopology, Topology, resolvePartitionCounts
 from ..topology._topology import SourceNodeSpec
@@ -413,7 +413,7 @@ class KafkaStreams:
                 if store is None:
                     self._createInternalTopic(topic, n)
                 else:
-                    self._createChangelogTopic(topic, n)
+                    self._createChangelogTopic(topic, n, store)
             elif existing != n:
                 sources = ", ".join(f"{t}={c}" for t, c in sorted(self._externalCounts.items())
                                     if any(t in sub.sourceTopics for sub in self._topology.subtopologies()))
@@ -434,14 +434,18 @@ class KafkaStreams:
         self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
                                  replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
-    def _createChangelogTopic(self, name: str, numPartitions: int) -> None:
+    def _createChangelogTopic(self, name: str, numPartitions: int, store: str) -> None:
         """Create a store's changelog topic as Kafka's ``InternalTopicManager`` does: Kafka
-        Streams' changelog configs (``cleanup.policy=compact``), ``replication.factor`` and any
-        ``topic.*`` keys."""
+        Streams' changelog configs for the store's kind (``cleanup.policy=compact``; windowed
+        stores ``compact,delete`` with ``retention.ms`` = the store's retention +
+        ``windowstore.changelog.additional.retention.ms``...), the ``topic.*`` keys and
+        ``replication.factor``."""
         if isinstance(self._topics, LocalTopics):
             self._topics.createTopic(name, numPartitions, ifNotExists=True)
             return
-        config = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime", **self._config.topicConfigs()}
+        built = self._topology.storeBuilders()[store].build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
+        config = changelogConfigOf(built, self._config.topicConfigs(),
+                                   int(self._config.get("windowstore.changelog.additional.retention.ms")))
         self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
                                  replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
@@ -449,19 +453,33 @@ class KafkaStreams:
     _LEGACY_METADATA = "kspark-application.json"  # what kspark kept before fingerprints (state.dir/<app>/)
 
     def _checkCheckpoints(self, plans: list[dict]) -> None:
-        """Refuse a checkpoint written by another topology, or topics whose partition counts changed
-        since it was written (a task's state belongs to one partition of one sub-topology); then
-        record the topology next to every new checkpoint (``subtopology-<n>/kspark-topology.json``:
-        where Spark keeps the checkpoint, so that the two go together)."""
+        """Refuse a checkpoint whose sub-topology no longer matches, or topics whose partition
+        counts changed since it was written (a task's state belongs to one partition of one
+        sub-topology); then record the topology next to every checkpoint
+        (``subtopology-<n>/kspark-topology.json``: where Spark keeps the checkpoint, so that the
+        two go together).
+
+        The topology may evolve within Kafka Streams' rules: a sub-topology keeps its id and its
+        source topics, and its stores keep their names, kinds and serdes. Adding a processor with
+        a new store, or removing one, keeps the other stores; a store whose kind or serdes changed
+        is refused, naming it. (A checkpoint written before kspark recorded stores must match the
+        whole ``describe()`` text.)"""
         stateDir = self._stateDir()
         description = str(self._topology.describe())
         legacy = stateDir.readJson(self._LEGACY_METADATA)
-        fresh = []
+        signatures = self._storeSignatures()
+        subs = {s.id: s for s in self._topology.subtopologies()}
+        fingerprints = {}
         for plan in plans:
-            checkpoint = f"subtopology-{plan['subtopology'].id}"
+            sub = subs[plan["subtopology"].id]
+            checkpoint = f"subtopology-{sub.id}"
             saved = stateDir.readJson(f"{checkpoint}/{self._FINGERPRINT}")
+            sources = sorted(plan["topicName"][t] for t in sub.sourceTopics)
+            stores = {n: signatures[n] for n in plan["changelogs"]}
+            fingerprint = {"topology": description, "partitions": self._externalCounts, "sources": sources,
+                           "stores": stores}
             if saved is None:
-                fresh.append(checkpoint)
+                fingerprints[checkpoint] = fingerprint
                 if not (stateDir.exists(f"{checkpoint}/offsets") or stateDir.exists(f"{checkpoint}/metadata")):
                     continue  # a new checkpoint
                 saved = legacy
@@ -471,11 +489,8 @@ class KafkaStreams:
                         f"topology wrote it, so its state cannot be reused. Use a new application.id or delete "
                         f"{stateDir.uri}.")
             if saved["topology"] != description:
-                raise StreamsException(
-                    f"state.dir {stateDir.uri} holds the checkpoint of a different topology for application.id "
-                    f"{self._appId}; its state cannot be reused. Use a new application.id or delete that directory.\n"
-                    f"Checkpointed topology:\n{saved['topology']}\nThis topology:\n{description}"
-                )
+                self._checkEvolution(saved, description, sources, stores, stateDir.uri)
+                fingerprints[checkpoint] = fingerprint
             for topic, n in sorted(self._externalCounts.items()):
                 before = saved["partitions"].get(topic)
                 if before is not None and before != n:
@@ -484,9 +499,47 @@ class KafkaStreams:
                         f"{stateDir.path(checkpoint)} was written; tasks and their state are per partition, so the "
                         "application cannot resume. Restore the partition count or reset the application."
                     )
-        fingerprint = json.dumps({"topology": description, "partitions": self._externalCounts}, indent=1).encode()
-        for checkpoint in fresh:
-            stateDir.write(f"{checkpoint}/{self._FINGERPRINT}", fingerprint)
+        for checkpoint, fingerprint in fingerprints.items():
+            stateDir.write(f"{checkpoint}/{self._FINGERPRINT}", json.dumps(fingerprint, indent=1).encode())
+
+    def _checkEvolution(self, saved: dict, description: str, sources: list[str], stores: dict, uri: str) -> None:
+        """Raise unless a sub-topology's checkpoint (``saved``) can resume with this topology."""
+        def refuse(reason: str) -> StreamsException:
+            return StreamsException(
+                f"state.dir {uri} holds the checkpoint of a different topology for application.id {self._appId}: "
+                f"{reason}; its state cannot be reused. Use a new application.id or delete that directory.\n"
+                f"Checkpointed topology:\n{saved['topology']}\nThis topology:\n{description}")
+
+        if "stores" not in saved:
+            raise refuse("the checkpoint predates topology evolution (it records no stores)")
+        if saved["sources"] != sources:
+            raise refuse(f"its sub-topology read {saved['sources']}, this one reads {sources}")
+        for name, signature in stores.items():
+            before = saved["stores"].get(name)
+            if before is not None and before != signature:
+                changed = ", ".join(f"{k} {before.get(k)} -> {signature.get(k)}" for k in signature
+                                    if before.get(k) != signature.get(k))
+                raise refuse(f"store {name} changed ({changed})")
+        added, removed = sorted(set(stores) - set(saved["stores"])), sorted(set(saved["stores"]) - set(stores))
+        log.info("The topology of %s changed since its checkpoint: stores added %s, removed %s; the other stores "
+                 "resume", self._appId, added or "none", removed or "none")
+
+    def _storeSignatures(self) -> dict[str, dict]:
+        """Each store's kind and serdes, as a checkpoint records them (a changed one is refused)."""
+        def serdeName(serde) -> str:
+            inner = getattr(serde, "inner", None)
+            name = f"{type(serde).__module__}.{type(serde).__qualname__}"
+            return f"{name}<{serdeName(inner)}>" if inner is not None and inner is not serde else name
+
+        signatures = {}
+        for name, builder in self._topology.storeBuilders().items():
+            store = builder.build(self._config.defaultKeySerde(), self._config.defaultValueSerde())
+            signature = {"kind": type(store).__qualname__}
+            for attribute in ("_keySerde", "_valueSerde"):
+                if getattr(store, attribute, None) is not None:
+                    signature[attribute.strip("_")] = serdeName(getattr(store, attribute))
+            signatures[name] = signature
+        return signatures
 
     _INITIAL_OFFSETS = "kspark-initial-offsets.json"
 

@@ -39,6 +39,7 @@ from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, ProducedRecord, StreamTask, encodeHeaders
 from ..state._persistent import PersistentTaskState, makePersistent
 from ..state._restore import restoreStores
+from ..state._snapshots import maybeSnapshot, restoreSnapshot
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
 from ._datasource import (SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, openTopicsFromOptions,
                           readReference)
@@ -102,16 +103,17 @@ class TaskStatefulProcessor(StatefulProcessor):
         # the stores as of the committed version before the processors' init, as Kafka restores
         # a task's stores before it initializes its topology
         stores: PersistentTaskState | None = task.persistentState
-        if stores is not None and not stores.open(checkpointId, version):
+        if stores is not None:
             try:
-                restoreStores(stores, openTopicsFromOptions(plan["backend"]), partition, checkpointId, batchId,
-                              localTopics=plan.get("inputRoot") is not None, taskId=taskId)
-                stores.restored(checkpointId, version)
+                self._openStores(stores, taskId, partition, checkpointId, batchId, version)
             except BaseException:
                 stores.close()
                 raise
         if fresh:
             try:
+                if stores is not None and task.legacySnapshots:
+                    stores.importLegacySnapshots(task.legacySnapshots)
+                    task.legacySnapshots = {}
                 task.initialize()
             except BaseException:
                 if stores is not None:
@@ -193,6 +195,23 @@ class TaskStatefulProcessor(StatefulProcessor):
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
         yield out
+
+    def _openStores(self, stores: PersistentTaskState, taskId: str, partition: int, checkpointId: str, batchId: int,
+                    version: str | None) -> None:
+        """Open the task's local store at the committed ``version``: restore it from the latest
+        snapshot (local topics) and the changelogs if it does not hold that version, else
+        consider a snapshot (local topics, ``kspark.state._snapshots``)."""
+        plan = self.plan
+        localRoot = plan.get("inputRoot")
+        appId = plan["applicationId"]
+        if not stores.open(checkpointId, version):
+            offsets = restoreSnapshot(stores, localRoot, appId, taskId, checkpointId, batchId) if localRoot else {}
+            restoreStores(stores, openTopicsFromOptions(plan["backend"]), partition, checkpointId, batchId,
+                          localTopics=localRoot is not None, taskId=taskId, startOffsets=offsets)
+            stores.restored(checkpointId, version)
+        elif localRoot is not None and version is not None:
+            maybeSnapshot(stores, LocalTopics(localRoot), localRoot, appId, taskId, partition, checkpointId, batchId,
+                          version)
 
     def _newTask(self, taskId: str, partition: int) -> StreamTask:
         """A new task of this sub-topology, its stores made persistent where they have a

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import struct
 from itertools import islice
 from typing import Any, Callable
 
+from ._changelog import (ChangelogRecord, changelogTopic, changelogTopicConfig, decodeSessionKey, keyValueRecord,
+                         restoreValueAndTimestamp, sessionRecord, timestampedKeyValueRecord)
 from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, prefixEnd, storePrefix
 from ._stores import (_IMMUTABLE, KeyValueIterator, KeyValueStore, SessionStore, TimestampedKeyValueStore,
                       ValueAndTimestamp, _Frozen)
@@ -45,11 +48,6 @@ _LONG = struct.Struct(">q")
 _ULONG = struct.Struct(">Q")
 _LEN = struct.Struct(">I")
 _SIGN = 1 << 63
-
-
-def changelogTopic(applicationId: str, storeName: str) -> str:
-    """Kafka Streams' changelog topic name of a store (``ProcessorStateManager.storeChangelogTopic``)."""
-    return f"{applicationId}-{storeName}-changelog"
 
 
 class WorkingSet(dict):
@@ -152,7 +150,7 @@ class _Changes:
     def __init__(self) -> None:
         self.writes: list[tuple[bytes, bytes | None]] = []
         self.ranges: list[tuple[bytes, bytes]] = []  # [lo, hi) to delete before the writes
-        self.records: list[tuple[bytes, bytes | None, int]] = []  # (key, value or None, timestamp)
+        self.records: list[ChangelogRecord] = []
 
 
 class PersistentKeyValueStore(KeyValueStore):
@@ -201,6 +199,12 @@ class PersistentKeyValueStore(KeyValueStore):
     def _evict(self, maxEntries: int) -> None:
         self._data.evict(maxEntries)
 
+    def _importSnapshot(self, data) -> None:
+        """Write the entries of an in-memory store's ``snapshot()`` (a checkpoint of a kspark that
+        kept stores there) as this batch's changes."""
+        for kb, entry in data.items():
+            self._data.write(kb, entry)
+
     def _metaRestore(self, data) -> None:
         pass
 
@@ -208,24 +212,36 @@ class PersistentKeyValueStore(KeyValueStore):
         """After a restore wrote the changelog's records (and the checkpoint's meta is back)."""
 
     def _flush(self, changes: _Changes, streamTime: int, logged: bool) -> None:
+        """This batch's changes: database writes, and changelog records as Kafka's
+        ``ChangeLogging(Timestamped)KeyValueBytesStore`` logs them: the value's bytes (a
+        timestamped store's without its timestamp, which becomes the record's timestamp); other
+        records (and deletes) carry the task's stream time, kspark's record context at a commit."""
         data, prefix = self._data, self._backend.prefix
+        timestamped = self._timestamped
         for kb in data.dirty:
             entry = dict.get(data, kb)
             if entry is _ABSENT:
                 changes.writes.append((prefix + kb, None))
                 if logged:
-                    changes.records.append((kb, None, streamTime))
+                    changes.records.append(keyValueRecord(kb, None, streamTime))
+                continue
+            raw, timestamp = self._encode(entry[1])
+            changes.writes.append((prefix + kb, raw))
+            if not logged:
+                continue
+            if timestamped:
+                changes.records.append(timestampedKeyValueRecord(kb, raw[8:], timestamp, streamTime))
             else:
-                raw, timestamp = self._encode(entry[1])
-                changes.writes.append((prefix + kb, raw))
-                if logged:
-                    changes.records.append((kb, raw, streamTime if timestamp is None else timestamp))
+                changes.records.append(keyValueRecord(kb, raw, streamTime if timestamp is None else timestamp))
         data.dirty = set()
 
-    @staticmethod
-    def _restoreWrites(prefix: bytes, keys: list, values: list) -> list:
-        """Database writes of changelog records (keys and values as lists of bytes or None)."""
-        return [(prefix + k, v) for k, v in zip(keys, values)]
+    @classmethod
+    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord]) -> list:
+        """Database writes of changelog records, in offset order (a timestamped store puts the
+        record's timestamp back in front of the value: Kafka's ``rawValueToTimestampedValue``)."""
+        if cls._timestamped:
+            return [(prefix + r.key, restoreValueAndTimestamp(r)) for r in records]
+        return [(prefix + r.key, r.value) for r in records]
 
     # -- KeyValueStore: writes without reading the old value, scans merged with the working set
     def put(self, key: Any, value: Any) -> None:
@@ -429,17 +445,17 @@ class PersistentSessionStore(SessionStore):
             raw = None if aggregate is None else _valueBytes(self, aggregate)
             writes.append((prefix + dataKey, raw))
             writes.append((prefix + indexKey, None if raw is None else b""))
-            if logged:  # SessionKeySchema.toBinary: key, end, start (big-endian longs)
-                records.append((kb + _LONG.pack(end) + _LONG.pack(start), raw, streamTime))
+            if logged:  # Kafka's ChangeLoggingSessionBytesStore: SessionKeySchema key, the value's bytes
+                records.append(sessionRecord(kb, start, end, raw, streamTime))
         self._changes = {}
         self._segments = {}
         self._sessions.dirty = set()
 
     @classmethod
-    def _restoreWrites(cls, prefix: bytes, keys: list, values: list) -> list:
+    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord]) -> list:
         writes = []
-        for key, value in zip(keys, values):
-            kb, end, start = key[:-16], _LONG.unpack_from(key, len(key) - 16)[0], _LONG.unpack_from(key, len(key) - 8)[0]
+        for key, value, _, _ in records:
+            kb, start, end = decodeSessionKey(key)
             writes.append((prefix + cls._dataKey(kb, end, start), value))
             writes.append((prefix + cls._indexKey(kb, end, start), None if value is None else b""))
         return writes
@@ -449,6 +465,14 @@ class PersistentSessionStore(SessionStore):
 
     def _evict(self, maxEntries: int) -> None:
         self._sessions.evict(maxEntries)
+
+    def _importSnapshot(self, data) -> None:
+        """Write the sessions of an in-memory session store's ``snapshot()`` as this batch's
+        changes (the observed time and expiry point come with it)."""
+        self._observed, self._purgedBelow = data["observed"], data["purgedBelow"]
+        for kb, sessions in data["sessions"].items():
+            for end, start, key, aggregate in sessions:
+                self._store(end, kb, start, key, aggregate)
 
     def _metaRestore(self, data) -> None:
         if data:
@@ -494,6 +518,35 @@ class _Backend:
             end = prefix + hi
         for key, value in self.db.items(start, end):
             yield key[skip:], value
+
+
+def changelogConfigOf(store, topicConfigs: dict, additionalRetentionMs: int) -> dict[str, str]:
+    """The configs Kafka Streams creates ``store``'s changelog topic with (``_changelog.
+    changelogTopicConfig`` for the store's kind and retention)."""
+    from ._join_stores import DuplicatesWindowStore, ListValueStore
+    from ._stores import WindowStore
+    from ._suppression_buffer import TimeOrderedKeyValueBuffer
+    from ._versioned import VersionedKeyValueStore
+
+    retention = getattr(store, "_retentionMs", None)
+    if isinstance(store, DuplicatesWindowStore):
+        kind = "streamJoinWindow"
+    elif isinstance(store, WindowStore):
+        kind = "timestampedWindow" if store.timestamped else "window"
+    elif isinstance(store, SessionStore):
+        kind = "session"
+    elif isinstance(store, VersionedKeyValueStore):
+        return changelogTopicConfig("versioned", historyRetentionMs=store.historyRetention(), topicConfigs=topicConfigs)
+    elif isinstance(store, ListValueStore):
+        kind = "outerJoin"
+    elif isinstance(store, TimeOrderedKeyValueBuffer):
+        kind = "suppressionBuffer"
+    elif isinstance(store, TimestampedKeyValueStore):
+        kind = "timestampedKeyValue"
+    else:
+        kind = "keyValue"
+    return changelogTopicConfig(kind, retentionMs=retention, topicConfigs=topicConfigs,
+                                additionalRetentionMs=additionalRetentionMs)
 
 
 # store class -> its persistent class (the in-memory class of a store decides its semantics)
@@ -564,10 +617,18 @@ class PersistentTaskState:
             log.info("Deleting the local entries of store %s, which the topology no longer has", name)
             self.db.deleteRange(prefix, prefixEnd(prefix))
 
-    def restoreRecords(self, storeName: str, keys: list, values: list) -> None:
+    def importLegacySnapshots(self, snapshots: dict) -> None:
+        """Take stores that an older kspark kept in the task checkpoint (``snapshots``: name ->
+        the in-memory store's ``snapshot()``) into the persistent stores, as changes of this
+        batch: they reach the database and the changelog when it commits."""
+        for name, data in snapshots.items():
+            log.info("Importing store %s from the task checkpoint into the local store", name)
+            self.stores[name]._importSnapshot(data)
+
+    def restoreRecords(self, storeName: str, records: list[ChangelogRecord]) -> None:
         """Write changelog records (in offset order) into store ``storeName``'s entries."""
         store = self.stores[storeName]
-        self.db.write(store._restoreWrites(storePrefix(storeName), keys, values))
+        self.db.write(store._restoreWrites(storePrefix(storeName), records))
 
     def restored(self, checkpointId: str, committedVersion: str | None) -> None:
         """The restore is complete: the stores are those of ``committedVersion``."""
@@ -592,11 +653,34 @@ class PersistentTaskState:
             writes += changes.writes
             ranges += changes.ranges
             if topic is not None:
-                records += [(topic, k, v, t, header) for k, v, t in changes.records]
-        self.db.writePending(writes, version, batchId, ranges)
+                records += [(topic, r.key, r.value, r.timestamp, r.headers + header) for r in changes.records]
+        self.db.writePending(writes, version, batchId, ranges, len(records))
         for store in self.stores.values():
             store._evict(self.maxCachedEntries)
         return records
+
+    def replaceWith(self, snapshot: str) -> None:
+        """Replace the database by a copy of the snapshot directory ``snapshot`` and reopen it
+        (its table files are linked where the filesystems allow: RocksDB never changes them)."""
+        import shutil
+
+        self.db.close()
+        TaskStateDB.destroy(self.path)
+        os.makedirs(self.path)
+        for name in os.listdir(snapshot):
+            if name == "snapshot.json":
+                continue
+            source, copy = os.path.join(snapshot, name), os.path.join(self.path, name)
+            if name.endswith((".sst", ".blob")):
+                try:
+                    os.link(source, copy)
+                    continue
+                except OSError:
+                    pass
+            shutil.copy2(source, copy)
+        self.db = TaskStateDB(self.path, self.memoryBytes)
+        for name, store in self.stores.items():
+            store._attach(_Backend(self.db, name))
 
     def close(self) -> None:
         if self.db is not None:
@@ -664,9 +748,12 @@ def readOnlyStore(store, db, withPending: bool):
     return store
 
 
-class MergedKeyValueView:
-    """The key-value stores of several tasks read as one (interactive queries over every task):
-    ``get`` from the task that has the key, scans merged in serialized-key order."""
+class MergedStoreView:
+    """The stores of several tasks read as one (interactive queries over every task): a read of
+    one key or window gives the first task's non-null answer, an iterator read merges the
+    tasks' entries in the store's order (key-value: serialized key; window: start, then
+    serialized key; session: end, serialized key, start descending; ``reverse*``/``backward*``
+    reads in the opposite order)."""
 
     def __init__(self, stores: list) -> None:
         self._stores = stores
@@ -674,35 +761,33 @@ class MergedKeyValueView:
     def name(self) -> str:
         return self._stores[0].name() if self._stores else ""
 
-    def get(self, key):
-        for store in self._stores:
-            found = store.get(key)
-            if found is not None:
-                return found
-        return None
-
-    def _merged(self, method: str, *args, reverse: bool = False) -> KeyValueIterator:
-        entries = []
-        for store in self._stores:
-            keyBytes = store._keyBytes
-            entries += [(keyBytes(kv.key), kv) for kv in getattr(store, method)(*args)]
-        entries.sort(key=lambda e: e[0], reverse=reverse)
-        return KeyValueIterator([kv for _, kv in entries])
-
-    def range(self, fromKey=None, toKey=None) -> KeyValueIterator:
-        return self._merged("range", fromKey, toKey)
-
-    def reverseRange(self, fromKey=None, toKey=None) -> KeyValueIterator:
-        return self._merged("range", fromKey, toKey, reverse=True)
-
-    def all(self) -> KeyValueIterator:
-        return self._merged("range")
-
-    def reverseAll(self) -> KeyValueIterator:
-        return self._merged("range", reverse=True)
-
-    def prefixScan(self, prefix, prefixKeySerializer) -> KeyValueIterator:
-        return self._merged("prefixScan", prefix, prefixKeySerializer)
-
     def approximateNumEntries(self) -> int:
         return sum(store.approximateNumEntries() for store in self._stores)
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def read(*args):
+            results = [getattr(store, method)(*args) for store in self._stores]
+            if not any(isinstance(r, KeyValueIterator) for r in results):
+                return next((r for r in results if r is not None), None)
+            entries = [kv for r in results for kv in r]
+            if len(results) > 1:
+                keyBytes = self._stores[0]._keyBytes
+                entries.sort(key=lambda kv: _order(kv.key, keyBytes),
+                             reverse=method.startswith(("reverse", "backward")))
+            return KeyValueIterator(entries)
+
+        return read
+
+
+def _order(key, keyBytes):
+    if isinstance(key, Windowed):
+        window = key.window()
+        if isinstance(window, SessionWindow):
+            return window.end(), keyBytes(key.key()), -window.start()
+        return window.start(), keyBytes(key.key())
+    if isinstance(key, int) and not isinstance(key, bool):  # a window start (window fetch(key, from, to))
+        return (key,)
+    return (keyBytes(key),)

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..runtime.stream_task import decodeHeaders
+from ._changelog import ChangelogRecord
 from ._persistent import CHANGELOG_HEADER, PersistentTaskState
 
 log = logging.getLogger("kspark.state")
@@ -33,22 +34,32 @@ log = logging.getLogger("kspark.state")
 __all__ = ["restoreStores"]
 
 
-def _keepHeader(headers: bytes | None, checkpointId: str, batchId: int, localTopics: bool) -> bool:
+def batchOf(headers: bytes | None) -> tuple[str, int] | None:
+    """(checkpoint id, batch id) of a changelog record's ``kspark.checkpoint`` header (headers as a
+    topic's ``headers`` column holds them); None without one (a record Kafka Streams wrote)."""
     tag = dict(decodeHeaders(headers)).get(CHANGELOG_HEADER)
     if tag is None:
-        return not localTopics
+        return None
     checkpoint, _, batch = bytes(tag).decode("utf-8", "replace").rpartition(":")
-    ours = checkpoint == checkpointId and batch.lstrip("-").isdigit()
+    return (checkpoint, int(batch)) if batch.lstrip("-").isdigit() else (checkpoint, -1)
+
+
+def _keepHeader(headers: bytes | None, checkpointId: str, batchId: int, localTopics: bool) -> bool:
+    tag = batchOf(headers)
+    if tag is None:
+        return not localTopics
+    ours = tag[0] == checkpointId
     if localTopics:
-        return ours and int(batch) < batchId
-    return not (ours and int(batch) >= batchId)
+        return ours and tag[1] < batchId
+    return not (ours and tag[1] >= batchId)
 
 
 def restoreStores(state: PersistentTaskState, topics, partition: int, checkpointId: str, batchId: int, *,
-                  localTopics: bool, taskId: str) -> int:
+                  localTopics: bool, taskId: str, startOffsets: dict[str, int] | None = None) -> int:
     """Fill ``state``'s (wiped) stores from partition ``partition`` of their changelog topics
     (``topics``, a ``kspark.topics.Topics``) for micro-batch ``batchId`` of checkpoint
-    ``checkpointId`` (see the module docstring); returns the records applied.
+    ``checkpointId`` (see the module docstring), from ``startOffsets`` (changelog topic ->
+    offset, after a snapshot) or the start of the log; returns the records applied.
 
     Raises
     ------
@@ -72,6 +83,7 @@ def restoreStores(state: PersistentTaskState, topics, partition: int, checkpoint
             raise StreamsException(f"task [{taskId}] cannot restore store {name}: its changelog topic {topic} has "
                                    f"{count} partitions, not partition {partition}")
         start, end = topics.beginningOffsets(topic)[partition], topics.endOffsets(topic)[partition]
+        start = max(start, (startOffsets or {}).get(topic, start))
         if end <= start:
             continue
         decided: dict = {}
@@ -86,7 +98,8 @@ def restoreStores(state: PersistentTaskState, topics, partition: int, checkpoint
             mask = pc.fill_null(pc.take(pa.array(keep, pa.bool_()), codes.indices), nullKeep)
             if not pc.all(mask).as_py():
                 table = table.filter(mask)
-            state.restoreRecords(name, table.column("key").to_pylist(), table.column("value").to_pylist())
+            state.restoreRecords(name, list(map(ChangelogRecord, table.column("key").to_pylist(),
+                                                table.column("value").to_pylist(), table.column("timestamp").to_pylist())))
             n += table.num_rows
         log.info("task [%s] restored store %s from %s-%d: %d records (offsets %d..%d)", taskId, name, topic, partition,
                  n, start, end)

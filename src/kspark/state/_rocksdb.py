@@ -198,10 +198,11 @@ class TaskStateDB:
         self.db.write(batch)
 
     def writePending(self, writes: list[tuple[bytes, bytes | None]], version: str, batchId: int,
-                     ranges: list[tuple[bytes, bytes]] = ()) -> None:
+                     ranges: list[tuple[bytes, bytes]] = (), changelogRecords: int = 0) -> None:
         """Write a micro-batch's changes as pending under ``version``, atomically with the meta:
         ``writes`` (key with its store prefix, value or None) and ``ranges`` (``[lo, hi)`` to
-        delete before the writes are applied)."""
+        delete before the writes are applied); ``changelogRecords``: how many records the batch
+        logged (counted towards the next snapshot, ``kspark.state._snapshots``)."""
         import rocksdict
 
         batch = rocksdict.WriteBatch(raw_mode=True)
@@ -209,7 +210,8 @@ class TaskStateDB:
             batch.put(_PENDING_RANGES + lo, hi)
         for key, value in writes:
             batch.put(_PENDING + key, _DELETE if value is None else _PUT + value)
-        self._setMeta(batch, pending=version, pendingBatch=batchId)
+        self._setMeta(batch, pending=version, pendingBatch=batchId,
+                      sinceSnapshot=self.meta.get("sinceSnapshot", 0) + changelogRecords)
         self.db.write(batch)
 
     # ------------------------------------------------------------------ reads
@@ -260,6 +262,24 @@ class TaskStateDB:
             name, _, _ = found[1:].partition(b"\x00")
             names.add(name.decode("utf-8"))
             key = b"s" + name + b"\x01"
+
+    def estimatedKeys(self) -> int:
+        """RocksDB's estimate of the keys in the database."""
+        return int(self.db.property_int_value("rocksdb.estimate-num-keys") or 0)
+
+    def checkpointTo(self, path: str) -> None:
+        """A RocksDB checkpoint of the database in ``path`` (a new directory; its table files are
+        hard links to the database's own)."""
+        import rocksdict
+
+        rocksdict.Checkpoint(self.db).create_checkpoint(path)
+
+    def resetSinceSnapshot(self) -> None:
+        import rocksdict
+
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        self._setMeta(batch, sinceSnapshot=0)
+        self.db.write(batch)
 
     def close(self) -> None:
         if self.db is not None:
