@@ -480,7 +480,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         "Undefined offset with no committed offset of group " + str(self._groupId))
         if committed:
             log.warning("A new checkpoint starts %s at the offsets committed by consumer group %s, as a Kafka consumer "
-                        "resumes; stores start empty (kspark keeps state in the checkpoint). Delete the group or use "
+                        "resumes; stores are restored from their changelog topics. Delete the group or use "
                         "a new application.id to process the topics from the reset policy's position.",
                         ", ".join(self._names), self._groupId)
         offsets.update(self._topicIds())

@@ -90,8 +90,17 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     plan = next((p for p in streams._plans if p["subtopology"].id == sub.id), None)
     numTasks = plan["numTasks"] if plan is not None else 1 + max(
         (int(n.split("_")[1]) for n in os.listdir(storeDir) if n.startswith(f"{sub.id}_")), default=-1)
-    return _TaskStoresView(storeName, [os.path.join(storeDir, f"{sub.id}_{p}")
-                                       for p in (range(numTasks) if partitions is None else partitions)],
+    tasks = list(range(numTasks) if partitions is None else partitions)
+    paths = [os.path.join(storeDir, f"{sub.id}_{p}") for p in tasks]
+    changelog = plan["changelogs"].get(storeName) if plan is not None else None
+    if committed is not None and changelog is not None:
+        missing = [f"{sub.id}_{p}" for p, path in zip(tasks, paths) if not os.path.isfile(os.path.join(path, "CURRENT"))
+                   and streams._topics.partitionsFor(changelog) and streams._topics.endOffset(changelog, p) > 0]
+        if missing:
+            raise InvalidStateStoreException(
+                f"Cannot read store {storeName}: the local store of task(s) {', '.join(missing)} is not in {storeDir} "
+                f"(deleted, or on another machine); a task restores it from {changelog} when it next runs.")
+    return _TaskStoresView(storeName, paths,
                            lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
                                                                               config.defaultValueSerde()),
                            checkpointId, committed)

@@ -32,9 +32,10 @@ class KafkaStreams:
     Each sub-topology becomes one streaming query: the ``kspark-topics`` source reads its input
     topics; rows are grouped by kspark task (one task per input partition number, as in Kafka
     Streams) into ``transformWithStateInPandas``, where the same ``StreamTask`` as in
-    ``TopologyTestDriver`` processes them in Kafka's order; its stores, stream time and
-    not-yet-processed records live in Spark's checkpointed state (RocksDB provider) under
-    ``state.dir/<application.id>/``; the sink appends the produced records to the output
+    ``TopologyTestDriver`` processes them in Kafka's order; its stores live in a RocksDB on the
+    executor's disk (``kspark.store.dir``) with a changelog topic each, its stream time and
+    not-yet-processed records in Spark's checkpointed state under ``state.dir/<application.id>/``
+    (``kspark.spark._task_processor``); the sink appends the produced records to the output
     topics exactly once per micro-batch (on local topics, each task stages its records as
     segment files itself and the sink's commit appends them; on Kafka, the sink's tasks produce
     them in one transaction per task and batch).
@@ -488,7 +489,7 @@ class KafkaStreams:
                         f"The checkpoint {stateDir.path(checkpoint)} has no {self._FINGERPRINT}: kspark cannot tell which "
                         f"topology wrote it, so its state cannot be reused. Use a new application.id or delete "
                         f"{stateDir.uri}.")
-            if saved["topology"] != description:
+            if saved["topology"] != description or saved.get("stores", stores) != stores:
                 self._checkEvolution(saved, description, sources, stores, stateDir.uri)
                 fingerprints[checkpoint] = fingerprint
             for topic, n in sorted(self._externalCounts.items()):

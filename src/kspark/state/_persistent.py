@@ -47,6 +47,7 @@ _MISSING = object()
 _LONG = struct.Struct(">q")
 _ULONG = struct.Struct(">Q")
 _LEN = struct.Struct(">I")
+_SESSION = struct.Struct(">qqI")  # a packed session: end, start, aggregate length
 _SIGN = 1 << 63
 
 
@@ -175,6 +176,8 @@ class PersistentKeyValueStore(KeyValueStore):
 
     # -- entries <-> bytes
     def _load(self, kb: bytes):
+        if self._backend.empty:
+            return None
         raw = self._backend.get(kb)
         return None if raw is None else self._decode(kb, raw)
 
@@ -236,7 +239,7 @@ class PersistentKeyValueStore(KeyValueStore):
         data.dirty = set()
 
     @classmethod
-    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord]) -> list:
+    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord], db) -> list:
         """Database writes of changelog records, in offset order (a timestamped store puts the
         record's timestamp back in front of the value: Kafka's ``rawValueToTimestampedValue``)."""
         if cls._timestamped:
@@ -330,15 +333,16 @@ class PersistentSessionStore(SessionStore):
 
     Database entries under the store's prefix (timestamps as 8 bytes in signed order):
 
-    - ``k`` + key length (4 bytes) + key + end + start -> the aggregate's bytes: a key's sessions
-      are one prefix, loaded together on the key's first access;
-    - ``t`` + end + key length + key + start -> empty: the time index, for expiry (ST-6/ST-7: the
-      segments below the retention bound are deleted, without changelog records, as Kafka drops a
+    - ``k`` + key -> the key's sessions packed, each ``end (8) start (8) length (4) aggregate``:
+      a key's first access in a micro-batch is one point read (absent keys are answered by
+      RocksDB's bloom filters);
+    - ``t`` + end + key length (4) + key + start -> empty: the time index, for expiry (ST-6/ST-7:
+      the segments below the retention bound go, without changelog records, as Kafka drops a
       segment) and for ``findSessionsByEnd`` (emit-final).
 
-    The changelog record of a session is Kafka's ``SessionKeySchema`` key (key + 8-byte end +
-    8-byte start, big-endian) with the aggregate's bytes. The store's observed stream time and
-    expiry point are in the task checkpoint."""
+    The changelog record of a session is Kafka's (``SessionKeySchema``: key + 8-byte end + 8-byte
+    start, big-endian; the aggregate's bytes). The store's observed stream time and expiry point
+    are in the task checkpoint."""
 
     _backend: "_Backend"
 
@@ -356,30 +360,35 @@ class PersistentSessionStore(SessionStore):
         self._thawed = None
 
     @staticmethod
-    def _dataKey(kb: bytes, end: int, start: int) -> bytes:
-        return b"k" + _LEN.pack(len(kb)) + kb + _orderedLong(end) + _orderedLong(start)
-
-    @staticmethod
     def _indexKey(kb: bytes, end: int, start: int) -> bytes:
         return b"t" + _orderedLong(end) + _LEN.pack(len(kb)) + kb + _orderedLong(start)
 
+    @staticmethod
+    def _unpack(raw: bytes) -> list[tuple[int, int, bytes]]:
+        out, pos, n = [], 0, len(raw)
+        while pos < n:
+            end, start, size = _SESSION.unpack_from(raw, pos)
+            pos += 20
+            out.append((end, start, raw[pos:pos + size]))
+            pos += size
+        return out
+
+    @staticmethod
+    def _pack(sessions) -> bytes:
+        return b"".join(_SESSION.pack(end, start, len(raw)) + raw for end, start, raw in sessions)
+
     def _load(self, kb: bytes):
-        head = b"k" + _LEN.pack(len(kb)) + kb
-        n = len(head)
-        live = self._purgedBelow * self._segmentInterval  # expired in this batch, deleted at its end
-        key = None
-        sessions = []
-        for dataKey, raw in self._backend.items(head, prefixEnd(head), False):
-            end = _fromOrderedLong(dataKey, n)
-            if end < live:
-                continue
-            if key is None:
-                key = self._keySerde.deserialize(self._serdeTopic, kb)
-            sessions.append((end, _fromOrderedLong(dataKey, n + 8), key, _storedValue(self, raw)))
-        if not sessions:
+        if self._backend.empty:
             return None
+        raw = self._backend.get(b"k" + kb)
+        if raw is None:
+            return None
+        live = self._purgedBelow * self._segmentInterval  # expired, deleted from the database at the batch's end
+        key = self._keySerde.deserialize(self._serdeTopic, kb)
+        sessions = [(end, start, key, _storedValue(self, aggregate)) for end, start, aggregate in self._unpack(raw)
+                    if end >= live]
         sessions.sort(key=lambda e: (e[0], -e[1]))  # key lookup order: end, then start descending
-        return sessions
+        return sessions or None
 
     def _store(self, end: int, kb: bytes, start: int, key, aggregate) -> None:
         super()._store(end, kb, start, key, aggregate)
@@ -390,29 +399,14 @@ class PersistentSessionStore(SessionStore):
         self._changes[(kb, end, start)] = None
 
     def _purge(self, below: int) -> None:
-        """Expire every session of the segments below ``below`` (ST-6/ST-7): from the loaded
-        entries and this batch's changes now, from the database with the batch's other writes
-        (:meth:`_expiredWrites`); expiry writes no changelog record, as Kafka drops a segment."""
-        bound = below * self._segmentInterval  # sessions ending before it go
-        for kb, sessions in list(dict.items(self._sessions)):
-            if type(sessions) is list and sessions and sessions[0][0] < bound:
-                live = [e for e in sessions if e[0] >= bound]
-                dict.__setitem__(self._sessions, kb, live)
-        self._changes = {k: v for k, v in self._changes.items() if k[1] >= bound}
-        self._segments = {s: keys for s, keys in self._segments.items() if s >= below}
-        self._purgedBelow = below
-
-    def _expiredWrites(self) -> list:
-        """Deletes of the database's sessions below the expiry point: each one's data entry, and
-        its time index as one range."""
-        bound = self._purgedBelow * self._segmentInterval
-        lo, hi = b"t" + _orderedLong(-(1 << 63)), b"t" + _orderedLong(bound)
-        deletes = []
-        for indexKey, _ in self._backend.items(lo, hi, False):
-            n = _LEN.unpack_from(indexKey, 9)[0]
-            deletes.append((self._dataKey(indexKey[13:13 + n], _fromOrderedLong(indexKey, 1),
-                                          _fromOrderedLong(indexKey, 13 + n)), None))
-        return deletes, (lo, hi) if deletes else None
+        """Expire every session of the segments below ``below`` (ST-6/ST-7): the touched keys' now
+        (the in-memory store's way), the database's with the batch's other writes (``_flush``);
+        a loaded key's expired sessions are invisible to every read until then. Expiry writes no
+        changelog record, as Kafka drops a segment."""
+        super()._purge(below)
+        bound = below * self._segmentInterval
+        if any(k[1] < bound for k in self._changes):
+            self._changes = {k: v for k, v in self._changes.items() if k[1] >= bound}
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
         lower = max(earliestSessionEndTime, self._purgedBelow * self._segmentInterval)  # live segments only
@@ -421,7 +415,7 @@ class PersistentSessionStore(SessionStore):
         found = set()
         for indexKey, _ in self._backend.items(b"t" + _orderedLong(lower), b"t" + _orderedLong(latestSessionEndTime),
                                                 True):
-            if len(indexKey) < 21 or _fromOrderedLong(indexKey, 1) > latestSessionEndTime:
+            if _fromOrderedLong(indexKey, 1) > latestSessionEndTime:
                 continue
             n = _LEN.unpack_from(indexKey, 9)[0]
             found.add((_fromOrderedLong(indexKey, 1), indexKey[13:13 + n], _fromOrderedLong(indexKey, 13 + n)))
@@ -433,31 +427,62 @@ class PersistentSessionStore(SessionStore):
                     found.add((end, kb, start))
         return self._iterator(self._entry(end, kb, start) for end, kb, start in sorted(found, key=lambda e: (e[0], e[1], -e[2])))
 
+    def _expiredKeys(self) -> tuple[set[bytes], tuple[bytes, bytes] | None]:
+        """The keys with sessions in the database below the expiry point, and the time index's
+        range to delete (None: nothing expired)."""
+        bound = self._purgedBelow * self._segmentInterval
+        lo, hi = b"t" + _orderedLong(-(1 << 63)), b"t" + _orderedLong(bound)
+        keys = set()
+        for indexKey, _ in self._backend.items(lo, hi, False):
+            n = _LEN.unpack_from(indexKey, 9)[0]
+            keys.add(indexKey[13:13 + n])
+        return keys, (lo, hi) if keys else None
+
+    def _packed(self, kb: bytes) -> bytes | None:
+        """The database value of ``kb``: its live sessions (the working set's, loaded if need be)."""
+        bound = self._purgedBelow * self._segmentInterval
+        sessions = self._sessions.get(kb) or ()
+        live = [(end, start, _valueBytes(self, aggregate)) for end, start, _, aggregate in sessions if end >= bound]
+        return self._pack(live) if live else None
+
     def _flush(self, changes: _Changes, streamTime: int, logged: bool) -> None:
         prefix = self._backend.prefix
         writes, records = changes.writes, changes.records
-        expired, indexRange = self._expiredWrites()
-        writes += [(prefix + k, None) for k, _ in expired]
+        keys, indexRange = self._expiredKeys()
         if indexRange is not None:
             changes.ranges.append((prefix + indexRange[0], prefix + indexRange[1]))
         for (kb, end, start), aggregate in self._changes.items():
-            dataKey, indexKey = self._dataKey(kb, end, start), self._indexKey(kb, end, start)
-            raw = None if aggregate is None else _valueBytes(self, aggregate)
-            writes.append((prefix + dataKey, raw))
-            writes.append((prefix + indexKey, None if raw is None else b""))
+            keys.add(kb)
+            writes.append((prefix + self._indexKey(kb, end, start), None if aggregate is None else b""))
             if logged:  # Kafka's ChangeLoggingSessionBytesStore: SessionKeySchema key, the value's bytes
+                raw = None if aggregate is None else _valueBytes(self, aggregate)
                 records.append(sessionRecord(kb, start, end, raw, streamTime))
+        for kb in keys:
+            writes.append((prefix + b"k" + kb, self._packed(kb)))
         self._changes = {}
         self._segments = {}
         self._sessions.dirty = set()
 
     @classmethod
-    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord]) -> list:
+    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord], db) -> list:
+        """Database writes of changelog records: each key's packed sessions, read from ``db`` and
+        updated in offset order, and the time index."""
+        byKey: dict[bytes, dict] = {}
         writes = []
         for key, value, _, _ in records:
             kb, start, end = decodeSessionKey(key)
-            writes.append((prefix + cls._dataKey(kb, end, start), value))
+            sessions = byKey.get(kb)
+            if sessions is None:
+                raw = db.get(prefix + b"k" + kb)
+                sessions = byKey[kb] = {} if raw is None else {(e, s): a for e, s, a in cls._unpack(raw)}
+            if value is None:
+                sessions.pop((end, start), None)
+            else:
+                sessions[(end, start)] = value
             writes.append((prefix + cls._indexKey(kb, end, start), None if value is None else b""))
+        for kb, sessions in byKey.items():
+            writes.append((prefix + b"k" + kb, cls._pack((e, s, a) for (e, s), a in sorted(sessions.items()))
+                           if sessions else None))
         return writes
 
     def _metaSnapshot(self):
@@ -479,10 +504,12 @@ class PersistentSessionStore(SessionStore):
             self._observed, self._purgedBelow = data["observed"], data["purgedBelow"]
 
     def _restored(self) -> None:
-        expired, indexRange = self._expiredWrites()  # the changelog still holds sessions the store had expired
+        keys, indexRange = self._expiredKeys()  # the changelog still holds sessions the store had expired
         if indexRange is not None:
-            self._backend.deleteKeys([k for k, _ in expired])
+            self._backend.empty = False
+            self._backend.write([(b"k" + kb, self._packed(kb)) for kb in keys])
             self._backend.deleteRange(*indexRange)
+            self._resetWorkingSet()
 
     def snapshot(self) -> dict:
         raise TypeError(f"Store {self._name} is persistent: its entries are in the task's local store, not in a snapshot")
@@ -491,21 +518,25 @@ class PersistentSessionStore(SessionStore):
 class _Backend:
     """One store's view of its task's database: keys without the store's prefix."""
 
-    __slots__ = ("db", "prefix", "end")
+    __slots__ = ("db", "prefix", "end", "empty")
 
     def __init__(self, db: TaskStateDB, storeName: str) -> None:
         self.db, self.prefix = db, storePrefix(storeName)
         self.end = prefixEnd(self.prefix)
+        # Fast path: a store with no entry in the database (its first batch) answers every load
+        # "absent" without a read; exact, as nothing is written to the database during a batch
+        # (its writes are pending until the next one) except by a restore, which clears it.
+        self.empty = next(iter(db.items(self.prefix, self.end)), None) is None
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(self.prefix + key)
 
+    def write(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        prefix = self.prefix
+        self.db.write([(prefix + k, v) for k, v in writes])
+
     def deleteRange(self, lo: bytes, hi: bytes) -> None:
         self.db.deleteRange(self.prefix + lo, self.prefix + hi)
-
-    def deleteKeys(self, keys: list[bytes]) -> None:
-        prefix = self.prefix
-        self.db.write([(prefix + k, None) for k in keys])
 
     def items(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool):
         prefix, skip = self.prefix, len(self.prefix)
@@ -628,7 +659,8 @@ class PersistentTaskState:
     def restoreRecords(self, storeName: str, records: list[ChangelogRecord]) -> None:
         """Write changelog records (in offset order) into store ``storeName``'s entries."""
         store = self.stores[storeName]
-        self.db.write(store._restoreWrites(storePrefix(storeName), records))
+        self.db.write(store._restoreWrites(storePrefix(storeName), records, self.db))
+        store._backend.empty = False
 
     def restored(self, checkpointId: str, committedVersion: str | None) -> None:
         """The restore is complete: the stores are those of ``committedVersion``."""
@@ -770,7 +802,8 @@ class MergedStoreView:
 
         def read(*args):
             results = [getattr(store, method)(*args) for store in self._stores]
-            if not any(isinstance(r, KeyValueIterator) for r in results):
+            single = method in ("get", "fetchSession") or (method == "fetch" and len(args) == 2)
+            if single:  # one key's value (a window store's fetch(key, time) too)
                 return next((r for r in results if r is not None), None)
             entries = [kv for r in results for kv in r]
             if len(results) > 1:

@@ -233,8 +233,8 @@ class KeyValueStore(_StoreBase):
     raises ``TypeError`` (Kafka: ``NullPointerException``).
 
     Values are never aliased (see ``_StoreBase``): ``get`` returns a new object for a mutable
-    value. On the Spark host a task's stores are saved to Spark's checkpointed state at the end
-    of every micro-batch.
+    value. On the Spark host a task's stores live in its local RocksDB (``kspark.state._persistent``),
+    with the same semantics.
     """
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool) -> None:
@@ -885,7 +885,7 @@ class Stores:
 
     @staticmethod
     def persistentKeyValueStore(name: str) -> KeyValueBytesStoreSupplier:
-        """A persistent store: on the Spark host it lives in Spark's checkpointed (RocksDB) state."""
+        """A persistent store: on the Spark host it lives in the task's local RocksDB, with a changelog."""
         return KeyValueBytesStoreSupplier(_checkName(name), persistent=True)
 
     @staticmethod
@@ -910,7 +910,7 @@ class Stores:
 
     @staticmethod
     def persistentSessionStore(name: str, retentionPeriod) -> SessionBytesStoreSupplier:
-        """Same semantics as the in-memory one here (ST-7); on Spark it lives in the checkpointed state."""
+        """Same semantics as the in-memory one here (ST-7); on Spark it lives in the task's local RocksDB."""
         return _sessionSupplier(name, retentionPeriod, persistent=True)
 
     @staticmethod
