@@ -505,6 +505,14 @@ _PERSISTENT = {
 _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
 
 
+def registerPersistent(memoryClass: type, persistentClass: type) -> None:
+    """Give the stores of class ``memoryClass`` the persistent class ``persistentClass`` (for the
+    store kinds whose persistent classes live in other modules)."""
+    global _PERSISTENT_CLASSES
+    _PERSISTENT[memoryClass] = persistentClass
+    _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
+
+
 def makePersistent(store) -> bool:
     """Turn ``store`` (as a ``StoreBuilder`` built it) into its persistent class, in place, so that
     every reference to it sees the change; False when its class has none (the store then stays
@@ -706,3 +714,6 @@ class MergedKeyValueView:
 
     def approximateNumEntries(self) -> int:
         return sum(store.approximateNumEntries() for store in self._stores)
+
+
+from . import _persistent_windows  # noqa: E402,F401 - registers the window stores' persistent classes
