@@ -388,3 +388,59 @@ def test_a_duplicates_store_restored_from_its_changelog_drops_the_expired_values
     assert [(kv.key, kv.value) for kv in restored.fetch("k", 0, BIG)] == [(1_900, 2), (1_900, 5), (2_500, 3)]
     state.close()
 
+
+# ------------------------------------------------------------------------------ interactive queries
+def test_merged_views_read_the_window_and_session_stores_of_several_tasks(tmp_path):
+    from kspark.spark._interactive import _TaskStoresView, _viewOf
+
+    def build(kind):
+        if kind == "w":
+            return windowStore("w", retention=10_000, size=100, timestamped=True, valueSerde=Serdes.Long())
+        if kind == "j":
+            return windowStore("j", retention=10_000, size=100, valueSerde=Serdes.Long(), duplicates=True)
+        return Stores.sessionStoreBuilder(Stores.persistentSessionStore("s", 10_000), Serdes.String(),
+                                          Serdes.Long()).build()
+
+    memory = {kind: build(kind) for kind in "wjs"}
+    paths = []
+    for task, keys in enumerate([["a", "c"], ["b"]]):
+        stores = {kind: build(kind) for kind in "wjs"}
+        state = taskState(tmp_path / f"0_{task}", stores.values())
+        paths.append(str(tmp_path / f"0_{task}"))
+        state.open(CKPT, None)
+        for i, key in enumerate(keys):
+            for start in (100 * i, 100 * i + 1_000):
+                for store in (stores["w"], memory["w"]):
+                    store.put(key, ValueAndTimestamp(start + 1, start + 5), start)
+                for store in (stores["j"], memory["j"]):
+                    store.put(key, start, start)
+                    store.put(key, start + 1, start)
+                for store in (stores["s"], memory["s"]):
+                    store._putEntry(start + 50, store._keyBytes(key), start, key, start)
+        state.flush("v1", 0, 2_000, CKPT)
+        state.close()
+
+    for kind in "wjs":
+        view = _viewOf(build(kind))(kind, paths, lambda kind=kind: build(kind), CKPT, 0)
+        assert isinstance(view, _TaskStoresView) and view.name() == kind
+        m = memory[kind]
+        try:
+            if kind == "s":
+                for key in "abcz":
+                    assert list(view.fetch(key)) == list(m.fetch(key))
+                    assert list(view.backwardFetch(key)) == list(m.backwardFetch(key))
+                    assert list(view.findSessions(key, 0, 500)) == list(m.findSessions(key, 0, 500))
+                    assert list(view.backwardFindSessions(key, 0, 500)) == list(m.backwardFindSessions(key, 0, 500))
+                    assert view.fetchSession(key, 1_000, 1_050) == m.fetchSession(key, 1_000, 1_050)
+                assert list(view.findSessionsByEnd(0, BIG)) == list(m.findSessionsByEnd(0, BIG))
+            else:
+                for key in "abcz":
+                    assert list(view.fetch(key, 0, 5_000)) == list(m.fetch(key, 0, 5_000))
+                    assert list(view.backwardFetch(key, 0, 5_000)) == list(m.backwardFetch(key, 0, 5_000))
+                    assert view.fetch(key, 1_000) == m.fetch(key, 1_000)
+                assert windowsOf(view.fetchAll(0, 1_050)) == windowsOf(m.fetchAll(0, 1_050))
+                assert windowsOf(view.all()) == windowsOf(m.all())
+                assert windowsOf(view.backwardAll()) == windowsOf(m.all())[::-1]
+                assert len(list(view.all())) == (12 if kind == "j" else 6)
+        finally:
+            view.close()

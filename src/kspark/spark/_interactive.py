@@ -24,6 +24,8 @@ import threading
 
 from ..errors import InvalidStateStoreException, StreamsException
 from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
+from ..state._persistent_windows import MergedSessionView, MergedWindowView
+from ..state._stores import SessionStore, WindowStore
 
 __all__ = ["CheckpointStoreProvider", "lastCommittedBatch", "readCheckpointedStore"]
 
@@ -90,15 +92,16 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     plan = next((p for p in streams._plans if p["subtopology"].id == sub.id), None)
     numTasks = plan["numTasks"] if plan is not None else 1 + max(
         (int(n.split("_")[1]) for n in os.listdir(storeDir) if n.startswith(f"{sub.id}_")), default=-1)
-    return _TaskStoresView(storeName, [os.path.join(storeDir, f"{sub.id}_{p}")
-                                       for p in (range(numTasks) if partitions is None else partitions)],
-                           lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
-                                                                              config.defaultValueSerde()),
-                           checkpointId, committed)
+    return _viewOf(probe)(storeName, [os.path.join(storeDir, f"{sub.id}_{p}")
+                                      for p in (range(numTasks) if partitions is None else partitions)],
+                          lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
+                                                                             config.defaultValueSerde()),
+                          checkpointId, committed)
 
 
-class _TaskStoresView(MergedKeyValueView):
-    """The persistent stores of several tasks, each over its database opened read-only."""
+class _TaskStoresView:
+    """The persistent stores of several tasks, each over its database opened read-only, read as
+    one store by the merged view of their kind (the next class in the MRO)."""
 
     def __init__(self, storeName: str, paths: list[str], build, checkpointId: str | None, committed: int | None) -> None:
         import json
@@ -132,6 +135,27 @@ class _TaskStoresView(MergedKeyValueView):
             db.close()
         self._dbs = []
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class _TaskKeyValueView(_TaskStoresView, MergedKeyValueView):
+    """Key-value stores of several tasks (``ReadOnlyKeyValueStore`` reads)."""
+
+
+class _TaskWindowView(_TaskStoresView, MergedWindowView):
+    """Window stores of several tasks (``ReadOnlyWindowStore`` reads)."""
+
+
+class _TaskSessionView(_TaskStoresView, MergedSessionView):
+    """Session stores of several tasks (``ReadOnlySessionStore`` reads)."""
+
+
+def _viewOf(store) -> type:
+    """The view class of the persistent stores of ``store``'s kind."""
+    if isinstance(store, WindowStore):
+        return _TaskWindowView
+    if isinstance(store, SessionStore):
+        return _TaskSessionView
+    return _TaskKeyValueView
 
 
 class CheckpointStoreProvider:

@@ -7,6 +7,10 @@ Both stores hide every entry older than their retention from every read, whateve
 store has purged yet (the purge inside ``WindowStore._putBytes`` and ``DuplicatesWindowStore._purge``
 only bounds its memory). So a persistent store expires the database's entries below that bound at
 the end of a micro-batch, as pending deletes, and never writes the database during a batch.
+
+Also the read views of interactive queries over the window and session stores of several tasks
+(:class:`MergedWindowView`, :class:`MergedSessionView`), as ``MergedKeyValueView`` is for key-value
+stores.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ._window import TimeWindow, Windowed
 
 log = logging.getLogger("kspark.state")
 
-__all__ = ["PersistentDuplicatesWindowStore", "PersistentWindowStore"]
+__all__ = ["MergedSessionView", "MergedWindowView", "PersistentDuplicatesWindowStore", "PersistentWindowStore"]
 
 _MIN_LONG, _MAX_LONG = -(1 << 63), (1 << 63) - 1
 
@@ -514,3 +518,99 @@ class PersistentDuplicatesWindowStore(DuplicatesWindowStore):
 registerPersistent(WindowStore, PersistentWindowStore)
 registerPersistent(DuplicatesWindowStore, PersistentDuplicatesWindowStore)
 
+
+# ---------------------------------------------------------------------------------------------
+# interactive queries over several tasks
+class _MergedView:
+    def __init__(self, stores: list) -> None:
+        self._stores = stores
+
+    def name(self) -> str:
+        return self._stores[0].name() if self._stores else ""
+
+
+class MergedWindowView(_MergedView):
+    """The window stores of several tasks read as one (interactive queries over every task,
+    Kafka's ``ReadOnlyWindowStore`` reads): a key's windows from the tasks that have them, scans
+    over all keys merged by window start, then serialized key (a duplicates store's values of one
+    key and time stay in put order)."""
+
+    def windowSize(self) -> int:
+        return self._stores[0].windowSize() if self._stores else 0
+
+    def fetch(self, key, timeFrom, timeTo=None):
+        """``fetch(key, time)``: the value of that window or None; ``fetch(key, from, to)``:
+        ``KeyValue(start, value)`` by start."""
+        if timeTo is None:
+            for store in self._stores:
+                found = store.fetch(key, timeFrom)
+                if found is not None:
+                    return found
+            return None
+        found = [kv for store in self._stores for kv in store.fetch(key, timeFrom, timeTo)]
+        found.sort(key=lambda kv: kv.key)  # stable: put order within a time
+        return KeyValueIterator(found)
+
+    def backwardFetch(self, key, timeFrom, timeTo) -> KeyValueIterator:
+        return KeyValueIterator(list(self.fetch(key, timeFrom, timeTo))[::-1])
+
+    def _merged(self, method: str, *args) -> list:
+        entries = []
+        for store in self._stores:
+            keyBytes = store._keyBytes
+            entries += [((kv.key.window().start(), keyBytes(kv.key.key())), kv) for kv in getattr(store, method)(*args)]
+        entries.sort(key=lambda e: e[0])
+        return [kv for _, kv in entries]
+
+    def fetchAll(self, timeFrom, timeTo) -> KeyValueIterator:
+        from .._duration import toEpochMillis
+
+        return KeyValueIterator(self._merged("fetchAll", toEpochMillis(timeFrom, "timeFrom"), toEpochMillis(timeTo, "timeTo")))
+
+    def backwardFetchAll(self, timeFrom, timeTo) -> KeyValueIterator:
+        return KeyValueIterator(list(self.fetchAll(timeFrom, timeTo))[::-1])
+
+    def all(self) -> KeyValueIterator:
+        return KeyValueIterator(self._merged("all"))
+
+    def backwardAll(self) -> KeyValueIterator:
+        return KeyValueIterator(self._merged("all")[::-1])
+
+
+class MergedSessionView(_MergedView):
+    """The session stores of several tasks read as one (Kafka's ``ReadOnlySessionStore`` reads):
+    a key's sessions by end, then start descending; ``findSessionsByEnd`` by end, serialized key,
+    start descending."""
+
+    def _byKey(self, method: str, *args) -> list:
+        found = [kv for store in self._stores for kv in getattr(store, method)(*args)]
+        found.sort(key=lambda kv: (kv.key.window().end(), -kv.key.window().start()))
+        return found
+
+    def fetch(self, key) -> KeyValueIterator:
+        return KeyValueIterator(self._byKey("fetch", key))
+
+    def backwardFetch(self, key) -> KeyValueIterator:
+        return KeyValueIterator(self._byKey("fetch", key)[::-1])
+
+    def findSessions(self, key, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        return KeyValueIterator(self._byKey("findSessions", key, earliestSessionEndTime, latestSessionStartTime))
+
+    def backwardFindSessions(self, key, earliestSessionEndTime, latestSessionStartTime) -> KeyValueIterator:
+        return KeyValueIterator(self._byKey("findSessions", key, earliestSessionEndTime, latestSessionStartTime)[::-1])
+
+    def fetchSession(self, key, sessionStartTime: int, sessionEndTime: int):
+        for store in self._stores:
+            found = store.fetchSession(key, sessionStartTime, sessionEndTime)
+            if found is not None:
+                return found
+        return None
+
+    def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
+        entries = []
+        for store in self._stores:
+            keyBytes = store._keyBytes
+            entries += [((kv.key.window().end(), keyBytes(kv.key.key()), -kv.key.window().start()), kv)
+                        for kv in store.findSessionsByEnd(earliestSessionEndTime, latestSessionEndTime)]
+        entries.sort(key=lambda e: e[0])
+        return KeyValueIterator([kv for _, kv in entries])
