@@ -86,8 +86,8 @@ _APPLIED = frozenset({
     "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
     *(k for k in _KSPARK_DEFS if k.startswith("kspark.")),
 })
-_KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor"})
-_NO_STANDBYS = "kspark has no standby or warm-up tasks: a task's state is restored from Spark's checkpoint"
+_KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor", "windowstore.changelog.additional.retention.ms"})
+_NO_STANDBYS = "kspark has no standby or warm-up tasks: a task on a new executor restores its stores from their changelogs"
 _NO_ASSIGNOR = "kspark assigns tasks itself (one per input partition) and never rebalances"
 _IGNORED = {
     "acceptable.recovery.lag": _NO_STANDBYS,
@@ -96,13 +96,14 @@ _IGNORED = {
     "buffered.records.per.partition": "kspark.max.records.per.trigger bounds what a micro-batch reads",
     "built.in.metrics.version": "kspark has one metrics version (KafkaStreams.metrics())",
     "commit.interval.ms": "on Spark a commit is a micro-batch; kspark.trigger sets how often one runs",
-    "default.dsl.store": "every store is kspark's, kept in Spark's state store; rocksDB and in_memory behave alike",
+    "default.dsl.store": "every store is kspark's: in memory in TopologyTestDriver, a RocksDB per task on Spark; "
+                         "rocksDB and in_memory behave alike",
     "default.list.key.serde.inner": "kspark has no ListSerde configured from properties; pass serdes explicitly",
     "default.list.key.serde.type": "kspark has no ListSerde configured from properties; pass serdes explicitly",
     "default.list.value.serde.inner": "kspark has no ListSerde configured from properties; pass serdes explicitly",
     "default.list.value.serde.type": "kspark has no ListSerde configured from properties; pass serdes explicitly",
-    "dsl.store.format": "every store is kspark's, kept in Spark's state store",
-    "dsl.store.suppliers.class": "every store is kspark's, kept in Spark's state store",
+    "dsl.store.format": "every store is kspark's, with Kafka's default format (no headers in stores)",
+    "dsl.store.suppliers.class": "every store is kspark's: in memory in TopologyTestDriver, a RocksDB per task on Spark",
     "ensure.explicit.internal.resource.naming": "kspark names internal topics and stores as Kafka does but does not "
                                                 "enforce explicit names",
     "group.protocol": _NO_ASSIGNOR,
@@ -120,17 +121,16 @@ _IGNORED = {
     "rack.aware.assignment.tags": _NO_ASSIGNOR,
     "rack.aware.assignment.traffic_cost": _NO_ASSIGNOR,
     "repartition.purge.interval.ms": "kspark does not purge repartition topics",
-    "rocksdb.config.setter": "Spark's RocksDB state store is configured with spark.sql.streaming.stateStore.rocksdb.*",
-    "state.cleanup.delay.ms": "Spark's checkpoint in state.dir is the only task state; nothing to clean up",
-    "state.cleanup.dir.max.age.ms": "Spark's checkpoint in state.dir is the only task state; nothing to clean up",
+    "rocksdb.config.setter": "a Java class cannot configure kspark's local stores; kspark.store.memory.bytes bounds them",
+    "state.cleanup.delay.ms": "kspark does not clean up the local stores of tasks that moved to another executor",
+    "state.cleanup.dir.max.age.ms": "kspark does not clean up the local stores of tasks that moved to another executor",
     "task.assignor.class": _NO_ASSIGNOR,
     "task.timeout.ms": "a failing task fails its Spark query (Spark retries tasks: spark.task.maxFailures)",
     "topology.optimization": "kspark builds the topology unoptimized (Kafka's default 'none')",
-    "upgrade.from": "kspark's state is Spark's checkpoint; there is no rolling upgrade protocol",
+    "upgrade.from": "kspark runs one instance per application; there is no rolling upgrade protocol",
     "window.size.ms": "read only by Kafka's windowed deserializers configured from properties; use WindowedSerdes",
     "windowed.inner.class.serde": "read only by Kafka's windowed deserializers configured from properties; use "
                                   "WindowedSerdes",
-    "windowstore.changelog.additional.retention.ms": "changelogs are Spark's checkpoint",
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: "kspark checks for closed windows after every record on both "
                                                     "hosts (interval 0, TopologyTestDriver's value), so both give "
                                                     "the same records at any wall-clock speed",

@@ -1,6 +1,7 @@
 """Interactive queries on Spark (issue 23): KafkaStreams.store(StoreQueryParameters) reads a
-store as of the last committed micro-batch while a continuous run goes on, and sees it advance
-as batches commit; Kafka's exceptions for unknown stores, wrong types and a stopped instance."""
+store (key-value, session, window: the tasks' persistent stores) as of the last committed
+micro-batch while a continuous run goes on, and sees it advance as batches commit; Kafka's
+exceptions for unknown stores, wrong types and a stopped instance."""
 
 import time
 
@@ -8,7 +9,8 @@ import pytest
 
 from kspark import (
     InvalidStateStoreException, KafkaStreams, Materialized, QueryableStoreTypes, Serdes, SessionWindow, SessionWindows,
-    StoreQueryParameters, StreamsBuilder, UnknownStateStoreException, Windowed,
+    StoreQueryParameters, StreamsBuilder, TimeWindow, TimeWindows, UnknownStateStoreException, ValueAndTimestamp,
+    Windowed,
 )
 from kspark.runtime.partitioner import partitionForKey
 from kspark.topics import LocalTopics
@@ -37,6 +39,8 @@ def test_session_store_read_while_a_continuous_run_advances(spark, tmp_path):
     grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(10_000)).count(
         materialized=Materialized.as_("sessions").withRetention(3_600_000))  # no session expires in this test
     grouped.count(materialized=Materialized.as_("totals"))
+    grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(10_000)).count(
+        materialized=Materialized.as_("windows").withRetention(3_600_000))
     produce(topics, [("alice", 1, 1_000), ("bob", 1, 1_500), ("alice", 1, 2_000)])
     streams = KafkaStreams(b.build(), {
         "application.id": "interactive", "kspark.topics.dir": str(tmp_path / "topics"),
@@ -61,6 +65,19 @@ def test_session_store_read_while_a_continuous_run_advances(spark, tmp_path):
         assert all(q.isActive for q in streams.queries())  # read without stopping the queries
         assert [kv for kv in sessions.fetch("bob")] == [
             (Windowed("bob", SessionWindow(1_500, 1_500)), 1), (Windowed("bob", SessionWindow(20_000, 20_000)), 1)]
+
+        windows = streams.store(StoreQueryParameters.fromNameAndType("windows", QueryableStoreTypes.windowStore()))
+        assert windows.fetch("alice", 0) == 3 and windows.fetch("alice", 10_000) is None
+        assert list(windows.fetch("bob", 0, 60_000)) == [(0, 1), (20_000, 1)]
+        assert list(windows.backwardFetch("bob", 0, 60_000)) == [(20_000, 1), (0, 1)]
+        assert list(windows.fetchAll(0, 10_000)) == [(Windowed("alice", TimeWindow(0, 10_000)), 3),
+                                                     (Windowed("bob", TimeWindow(0, 10_000)), 1)]
+        assert [kv.key for kv in windows.all()] == [Windowed("alice", TimeWindow(0, 10_000)),
+                                                     Windowed("bob", TimeWindow(0, 10_000)),
+                                                     Windowed("bob", TimeWindow(20_000, 30_000))]
+        stampedWindows = streams.store(StoreQueryParameters.fromNameAndType(
+            "windows", QueryableStoreTypes.timestampedWindowStore()))
+        assert stampedWindows.fetch("alice", 0) == ValueAndTimestamp(3, 5_000)
 
         stamped = streams.store(StoreQueryParameters.fromNameAndType("totals", QueryableStoreTypes.timestampedKeyValueStore()))
         assert tuple(stamped.get("alice")) == (3, 5_000)

@@ -23,7 +23,9 @@ import tempfile
 import threading
 
 from ..errors import InvalidStateStoreException, StreamsException
-from ..state._persistent import MergedStoreView, makePersistent, readOnlyStore
+from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
+from ..state._persistent_windows import MergedSessionView, MergedWindowView
+from ..state._stores import SessionStore, WindowStore
 
 __all__ = ["CheckpointStoreProvider", "lastCommittedBatch", "readCheckpointedStore"]
 
@@ -100,14 +102,15 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
             raise InvalidStateStoreException(
                 f"Cannot read store {storeName}: the local store of task(s) {', '.join(missing)} is not in {storeDir} "
                 f"(deleted, or on another machine); a task restores it from {changelog} when it next runs.")
-    return _TaskStoresView(storeName, paths,
-                           lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
-                                                                              config.defaultValueSerde()),
-                           checkpointId, committed)
+    return _viewOf(probe)(storeName, paths,
+                          lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
+                                                                             config.defaultValueSerde()),
+                          checkpointId, committed)
 
 
-class _TaskStoresView(MergedStoreView):
-    """The persistent stores of several tasks, each over its database opened read-only."""
+class _TaskStoresView:
+    """The persistent stores of several tasks, each over its database opened read-only, read as
+    one store by the merged view of their kind (the next class in the MRO)."""
 
     def __init__(self, storeName: str, paths: list[str], build, checkpointId: str | None, committed: int | None) -> None:
         import json
@@ -141,6 +144,27 @@ class _TaskStoresView(MergedStoreView):
             db.close()
         self._dbs = []
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class _TaskKeyValueView(_TaskStoresView, MergedKeyValueView):
+    """Key-value stores of several tasks (``ReadOnlyKeyValueStore`` reads)."""
+
+
+class _TaskWindowView(_TaskStoresView, MergedWindowView):
+    """Window stores of several tasks (``ReadOnlyWindowStore`` reads)."""
+
+
+class _TaskSessionView(_TaskStoresView, MergedSessionView):
+    """Session stores of several tasks (``ReadOnlySessionStore`` reads)."""
+
+
+def _viewOf(store) -> type:
+    """The view class of the persistent stores of ``store``'s kind."""
+    if isinstance(store, WindowStore):
+        return _TaskWindowView
+    if isinstance(store, SessionStore):
+        return _TaskSessionView
+    return _TaskKeyValueView
 
 
 class CheckpointStoreProvider:

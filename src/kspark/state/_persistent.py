@@ -29,7 +29,6 @@ from ._changelog import (ChangelogRecord, changelogTopic, changelogTopicConfig, 
 from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, prefixEnd, storePrefix
 from ._stores import (_IMMUTABLE, KeyValueIterator, KeyValueStore, SessionStore, TimestampedKeyValueStore,
                       ValueAndTimestamp, _Frozen)
-from ._window import SessionWindow, Windowed
 
 log = logging.getLogger("kspark.state")
 
@@ -589,6 +588,14 @@ _PERSISTENT = {
 _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
 
 
+def registerPersistent(memoryClass: type, persistentClass: type) -> None:
+    """Give the stores of class ``memoryClass`` the persistent class ``persistentClass`` (for the
+    store kinds whose persistent classes live in other modules)."""
+    global _PERSISTENT_CLASSES
+    _PERSISTENT[memoryClass] = persistentClass
+    _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
+
+
 def makePersistent(store) -> bool:
     """Turn ``store`` (as a ``StoreBuilder`` built it) into its persistent class, in place, so that
     every reference to it sees the change; False when its class has none (the store then stays
@@ -727,6 +734,7 @@ class ReadOnlyBackend:
     committed)."""
 
     __slots__ = ("db", "prefix", "end", "withPending")
+    empty = False  # no fast path for readers
 
     def __init__(self, db, storeName: str, withPending: bool) -> None:
         self.db, self.prefix, self.withPending = db, storePrefix(storeName), withPending
@@ -780,12 +788,9 @@ def readOnlyStore(store, db, withPending: bool):
     return store
 
 
-class MergedStoreView:
-    """The stores of several tasks read as one (interactive queries over every task): a read of
-    one key or window gives the first task's non-null answer, an iterator read merges the
-    tasks' entries in the store's order (key-value: serialized key; window: start, then
-    serialized key; session: end, serialized key, start descending; ``reverse*``/``backward*``
-    reads in the opposite order)."""
+class MergedKeyValueView:
+    """The key-value stores of several tasks read as one (interactive queries over every task):
+    ``get`` from the task that has the key, scans merged in serialized-key order."""
 
     def __init__(self, stores: list) -> None:
         self._stores = stores
@@ -793,34 +798,38 @@ class MergedStoreView:
     def name(self) -> str:
         return self._stores[0].name() if self._stores else ""
 
+    def get(self, key):
+        for store in self._stores:
+            found = store.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def _merged(self, method: str, *args, reverse: bool = False) -> KeyValueIterator:
+        entries = []
+        for store in self._stores:
+            keyBytes = store._keyBytes
+            entries += [(keyBytes(kv.key), kv) for kv in getattr(store, method)(*args)]
+        entries.sort(key=lambda e: e[0], reverse=reverse)
+        return KeyValueIterator([kv for _, kv in entries])
+
+    def range(self, fromKey=None, toKey=None) -> KeyValueIterator:
+        return self._merged("range", fromKey, toKey)
+
+    def reverseRange(self, fromKey=None, toKey=None) -> KeyValueIterator:
+        return self._merged("range", fromKey, toKey, reverse=True)
+
+    def all(self) -> KeyValueIterator:
+        return self._merged("range")
+
+    def reverseAll(self) -> KeyValueIterator:
+        return self._merged("range", reverse=True)
+
+    def prefixScan(self, prefix, prefixKeySerializer) -> KeyValueIterator:
+        return self._merged("prefixScan", prefix, prefixKeySerializer)
+
     def approximateNumEntries(self) -> int:
         return sum(store.approximateNumEntries() for store in self._stores)
 
-    def __getattr__(self, method: str):
-        if method.startswith("_"):
-            raise AttributeError(method)
 
-        def read(*args):
-            results = [getattr(store, method)(*args) for store in self._stores]
-            single = method in ("get", "fetchSession") or (method == "fetch" and len(args) == 2)
-            if single:  # one key's value (a window store's fetch(key, time) too)
-                return next((r for r in results if r is not None), None)
-            entries = [kv for r in results for kv in r]
-            if len(results) > 1:
-                keyBytes = self._stores[0]._keyBytes
-                entries.sort(key=lambda kv: _order(kv.key, keyBytes),
-                             reverse=method.startswith(("reverse", "backward")))
-            return KeyValueIterator(entries)
-
-        return read
-
-
-def _order(key, keyBytes):
-    if isinstance(key, Windowed):
-        window = key.window()
-        if isinstance(window, SessionWindow):
-            return window.end(), keyBytes(key.key()), -window.start()
-        return window.start(), keyBytes(key.key())
-    if isinstance(key, int) and not isinstance(key, bool):  # a window start (window fetch(key, from, to))
-        return (key,)
-    return (keyBytes(key),)
+from . import _persistent_windows  # noqa: E402,F401 - registers the window stores' persistent classes
