@@ -60,7 +60,7 @@ def driverRun(top, records, profiles=PROFILES):
             e.pipeInput(k, v, ts)
         outputs = {t: sorted((r.key(), str(r.value()), r.timestamp()) for r in d.createOutputTopic(t).readRecordsToList())
                    for t in ("counts-out", "sessions-out")}
-        stores = {name: sorted((kv.key, kv.value) for kv in d.getKeyValueStore(name).all())
+        stores = {name: sorted((kv.key, kv.value) for kv in d.getTimestampedKeyValueStore(name).all())
                   for name in ("counts", "profiles")}
         stores["sessions"] = sorted((kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value)
                                     for key in {k for k, _, _ in EVENTS}

@@ -14,6 +14,7 @@ import pytest
 from kspark import Serdes
 from kspark.runtime.stream_task import encodeHeaders
 from kspark.state import Stores, ValueAndTimestamp
+from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import CHANGELOG_HEADER, PersistentTaskState, makePersistent
 from kspark.state._restore import _keepHeader, restoreStores
 from kspark.topics import LocalTopics
@@ -279,7 +280,8 @@ def test_a_persistent_session_store_reads_what_the_in_memory_one_reads(tmp_path,
         return sessionStore(persistent=persistentSemantics)
 
     memory, persistent = fresh(), fresh()
-    state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+    path, changelog = tmp_path / "executor", []
+    state = taskState(path, [persistent], entries=rng.choice([0, 3, 1000]))
     committed, batch = None, 0
     state.open(CKPT, committed)
     keys = ["a", "b", "ab", "a\x00", "zz"]
@@ -319,22 +321,35 @@ def test_a_persistent_session_store_reads_what_the_in_memory_one_reads(tmp_path,
         assert persistent._observed == memory._observed and persistent._purgedBelow == memory._purgedBelow
         version = f"v{batch}"
         meta = persistent._metaSnapshot()
-        state.flush(version, batch, now, CKPT)
+        records = state.flush(version, batch, now, CKPT)
         state.close()
-        if rng.random() < 0.3:  # failed: replay from the committed version and its checkpoint meta
+        outcome = rng.random()
+        if outcome < 0.3:  # failed: replay from the committed version and its checkpoint meta
             memory = fresh()
             memory.restore(before[0])
             persistent = fresh()
-            state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+            state = taskState(path, [persistent], entries=rng.choice([0, 3, 1000]))
             assert makePersistent(persistent)
             persistent._metaRestore(before[1])
+            assert state.open(CKPT, committed)
         else:
             committed = version
-            if rng.random() < 0.3:  # the task is rebuilt from its checkpoint (another worker)
+            changelog += [ChangelogRecord(k, v, ts) for _, k, v, ts, _ in records]
+            if outcome < 0.5:  # the task is rebuilt from its checkpoint (another worker)
                 persistent = fresh()
-                state = taskState(tmp_path, [persistent], entries=rng.choice([0, 3, 1000]))
+                state = taskState(path, [persistent], entries=rng.choice([0, 3, 1000]))
                 persistent._metaRestore(meta)
-        assert state.open(CKPT, committed)
+                assert state.open(CKPT, committed)
+            elif outcome < 0.65:  # a new executor: restored from the changelog (SessionKeySchema records)
+                persistent = fresh()
+                path = tmp_path / f"executor-{batch}"
+                state = taskState(path, [persistent], entries=rng.choice([0, 3, 1000]))
+                persistent._metaRestore(meta)
+                assert not state.open(CKPT, committed)
+                state.restoreRecords("sessions", changelog)
+                state.restored(CKPT, committed)
+            else:
+                assert state.open(CKPT, committed)
         batch += 1
     state.close()
 

@@ -349,13 +349,17 @@ class PersistentSessionStore(SessionStore):
         self._backend = backend
         self._byEnd = None
         if not isinstance(self._sessions, WorkingSet):
-            self._sessions = WorkingSet(self._load)
-            self._changes: dict = {}
+            self._resetWorkingSet()
 
     def _resetWorkingSet(self) -> None:
         self._sessions = WorkingSet(self._load)
         self._segments = {}
-        self._changes = {}
+        # this batch's changes: (key bytes, end, start) -> aggregate, None for a delete
+        self._changes: dict = {}
+        # key bytes -> its (end, start) in the database (or pending), for the loaded keys: a
+        # session created and merged away in one batch leaves no record (P1 extends a session
+        # record after record: a delete of the old one each time)
+        self._persisted: dict[bytes, set] = {}
         self._thawed = None
 
     @staticmethod
@@ -387,6 +391,7 @@ class PersistentSessionStore(SessionStore):
         sessions = [(end, start, key, _storedValue(self, aggregate)) for end, start, aggregate in self._unpack(raw)
                     if end >= live]
         sessions.sort(key=lambda e: (e[0], -e[1]))  # key lookup order: end, then start descending
+        self._persisted[kb] = {(e[0], e[1]) for e in sessions}
         return sessions or None
 
     def _store(self, end: int, kb: bytes, start: int, key, aggregate) -> None:
@@ -395,7 +400,10 @@ class PersistentSessionStore(SessionStore):
 
     def _delete(self, end: int, kb: bytes, start: int) -> None:
         super()._delete(end, kb, start)
-        self._changes[(kb, end, start)] = None
+        if (end, start) in self._persisted.get(kb, ()):
+            self._changes[(kb, end, start)] = None
+        else:  # created in this batch: nothing to undo in the database or the changelog
+            self._changes.pop((kb, end, start), None)
 
     def _purge(self, below: int) -> None:
         """Expire every session of the segments below ``below`` (ST-6/ST-7): the touched keys' now
@@ -458,6 +466,12 @@ class PersistentSessionStore(SessionStore):
                 records.append(sessionRecord(kb, start, end, raw, streamTime))
         for kb in keys:
             writes.append((prefix + b"k" + kb, self._packed(kb)))
+        persisted = self._persisted
+        for (kb, end, start), aggregate in self._changes.items():
+            if aggregate is None:
+                persisted.get(kb, set()).discard((end, start))
+            else:
+                persisted.setdefault(kb, set()).add((end, start))
         self._changes = {}
         self._segments = {}
         self._sessions.dirty = set()
@@ -489,6 +503,9 @@ class PersistentSessionStore(SessionStore):
 
     def _evict(self, maxEntries: int) -> None:
         self._sessions.evict(maxEntries)
+        if len(self._persisted) > len(self._sessions):
+            loaded = self._sessions
+            self._persisted = {kb: known for kb, known in self._persisted.items() if dict.__contains__(loaded, kb)}
 
     def _importSnapshot(self, data) -> None:
         """Write the sessions of an in-memory session store's ``snapshot()`` as this batch's
