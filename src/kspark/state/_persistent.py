@@ -152,7 +152,8 @@ class _Changes:
     def __init__(self) -> None:
         self.writes: list[tuple[bytes, bytes | None]] = []
         self.ranges: list[tuple[bytes, bytes]] = []  # [lo, hi) to delete before the writes
-        self.records: list[tuple[bytes, bytes | None, int]] = []  # (key, value or None, timestamp)
+        # (key, value or None, timestamp[, headers of the record besides kspark's])
+        self.records: list[tuple] = []
 
 
 class PersistentKeyValueStore(KeyValueStore):
@@ -505,6 +506,14 @@ _PERSISTENT = {
 _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
 
 
+def registerPersistent(kind: type, persistentKind: type) -> None:
+    """Give the in-memory store class ``kind`` its persistent class (the modules of the other
+    store kinds register theirs, e.g. ``kspark.state._persistent_more``)."""
+    global _PERSISTENT_CLASSES
+    _PERSISTENT[kind] = persistentKind
+    _PERSISTENT_CLASSES = frozenset(_PERSISTENT.values())
+
+
 def makePersistent(store) -> bool:
     """Turn ``store`` (as a ``StoreBuilder`` built it) into its persistent class, in place, so that
     every reference to it sees the change; False when its class has none (the store then stays
@@ -564,10 +573,14 @@ class PersistentTaskState:
             log.info("Deleting the local entries of store %s, which the topology no longer has", name)
             self.db.deleteRange(prefix, prefixEnd(prefix))
 
-    def restoreRecords(self, storeName: str, keys: list, values: list) -> None:
-        """Write changelog records (in offset order) into store ``storeName``'s entries."""
+    def restoreRecords(self, storeName: str, keys: list, values: list, timestamps: list | None = None) -> None:
+        """Write changelog records (in offset order) into store ``storeName``'s entries (a store
+        whose ``_restoreWithTimestamps`` is true also gets the records' timestamps)."""
         store = self.stores[storeName]
-        self.db.write(store._restoreWrites(storePrefix(storeName), keys, values))
+        if getattr(store, "_restoreWithTimestamps", False):
+            self.db.write(store._restoreWrites(storePrefix(storeName), keys, values, timestamps))
+        else:
+            self.db.write(store._restoreWrites(storePrefix(storeName), keys, values))
 
     def restored(self, checkpointId: str, committedVersion: str | None) -> None:
         """The restore is complete: the stores are those of ``committedVersion``."""
@@ -592,7 +605,9 @@ class PersistentTaskState:
             writes += changes.writes
             ranges += changes.ranges
             if topic is not None:
-                records += [(topic, k, v, t, header) for k, v, t in changes.records]
+                # a record's own headers, if any, follow kspark's (the suppression buffer's "v")
+                records += [(topic, r[0], r[1], r[2], header + r[3] if len(r) > 3 else header)
+                            for r in changes.records]
         self.db.writePending(writes, version, batchId, ranges)
         for store in self.stores.values():
             store._evict(self.maxCachedEntries)
@@ -674,9 +689,9 @@ class MergedKeyValueView:
     def name(self) -> str:
         return self._stores[0].name() if self._stores else ""
 
-    def get(self, key):
+    def get(self, key, *asOf):
         for store in self._stores:
-            found = store.get(key)
+            found = store.get(key, *asOf)  # asOf: a versioned store's get(key, asOfTimestamp)
             if found is not None:
                 return found
         return None

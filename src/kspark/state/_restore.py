@@ -86,7 +86,9 @@ def restoreStores(state: PersistentTaskState, topics, partition: int, checkpoint
             mask = pc.fill_null(pc.take(pa.array(keep, pa.bool_()), codes.indices), nullKeep)
             if not pc.all(mask).as_py():
                 table = table.filter(mask)
-            state.restoreRecords(name, table.column("key").to_pylist(), table.column("value").to_pylist())
+            timestamps = (table.column("timestamp").to_pylist()
+                          if getattr(state.stores[name], "_restoreWithTimestamps", False) else None)
+            state.restoreRecords(name, table.column("key").to_pylist(), table.column("value").to_pylist(), timestamps)
             n += table.num_rows
         log.info("task [%s] restored store %s from %s-%d: %d records (offsets %d..%d)", taskId, name, topic, partition,
                  n, start, end)
