@@ -721,3 +721,7 @@ class MergedKeyValueView:
 
     def approximateNumEntries(self) -> int:
         return sum(store.approximateNumEntries() for store in self._stores)
+
+
+# the persistent forms of the other store kinds register themselves (registerPersistent)
+from . import _persistent_more  # noqa: E402,F401
