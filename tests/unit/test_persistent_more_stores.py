@@ -302,7 +302,7 @@ def test_suppression_buffer_changelog_records_are_kafkas(tmp_path):
     assert k[4] == ((CHANGELOG_HEADER, b"ckpt-1:0"), ("v", b"\x03"))
     state.close()
     state.open(CKPT, "v1")
-    (key, _), = [(k, e) for k, e in buffer.evictionOrder() if k == "k"]
+    (key, _), = [(k, e) for k, e in buffer.evictionOrder() if e[1] == b"k"]  # the key, or its bytes (dictkeys)
     assert buffer.remove(key)[2] == Change("new", "old")
     records = state.flush("v2", 1, 99, CKPT)
     assert [(r[1], r[2], r[4]) for r in records] == [(b"k", None, ((CHANGELOG_HEADER, b"ckpt-1:1"),))]
@@ -353,12 +353,12 @@ def test_a_suppression_buffer_finds_an_entry_placed_before_the_ones_it_evicted(t
     state.close()
     state.open(CKPT, "v1")
     buffer.remove(buffer.evictionOrder()[0][0])  # over capacity: "a" leaves
-    assert buffer.evictionOrder()[0][0] == "b"
+    assert buffer.evictionOrder()[0][1][1] == b"b"
     buffer.put(50, "c", Change(3, None), 50, (), None)
     state.flush("v2", 1, 0, CKPT)
     state.close()
     state.open(CKPT, "v2")
-    assert [(k, e[0]) for k, e in buffer.evictionOrder()] == [("c", 50), ("b", 200)]
+    assert [(e[1], e[0]) for _, e in buffer.evictionOrder()] == [(b"c", 50), (b"b", 200)]
     state.close()
 
 
@@ -551,3 +551,57 @@ def test_the_kinds_are_registered():
                        (outerStore, PersistentListValueStore), (joinBuffer, PersistentStreamTableJoinBuffer)):
         store = build()
         assert makePersistent(store) and type(store) is cls
+
+
+def test_a_versioned_store_reads_as_of_a_time_through_the_interactive_query_view(tmp_path):
+    from kspark.state._persistent import MergedKeyValueView, readOnlyStore
+
+    store = versioned(retention=1000)
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    store.put("k", "old", 100)
+    store.put("k", "new", 200)
+    state.flush("v1", 0, 200, CKPT)  # pending: read as committed by the view (withPending)
+    view = MergedKeyValueView([readOnlyStore(versioned(retention=1000), state.db.db, True)])
+    assert view.get("k").value() == "new" and view.get("k", 150).value() == "old" and view.get("k", 50) is None
+    assert view.get("j") is None
+    state.close()
+
+
+def test_the_fk_join_subscription_store_prefix_scans_the_same_when_persistent(tmp_path):
+    """The FK-join subscription store is a TimestampedKeyValueStore of CombinedKey bytes (already
+    persistent): its prefix scan by foreign key reads the same over batches."""
+    from kspark.state import ValueAndTimestamp
+
+    def build():
+        return Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore("subs"),
+                                                      Serdes.ByteArray(), Serdes.String()).build()
+
+    def combined(fk, pk):
+        return INT.pack(len(fk)) + fk + pk
+
+    rng = random.Random(5)
+    memory, persistent = build(), build()
+    state = taskState(tmp_path, [persistent], entries=0)
+    state.open(CKPT, None)
+    fks, pks = [b"a", b"ab", b"b", b"", b"a\x00"], [b"1", b"2", b"12", b""]
+    for batch in range(6):
+        for _ in range(30):
+            key = combined(rng.choice(fks), rng.choice(pks))
+            if rng.random() < 0.7:
+                value = ValueAndTimestamp(f"w{rng.randrange(9)}", rng.randrange(1000))
+                memory.put(key, value)
+                persistent.put(key, value)
+            else:
+                assert persistent.delete(key) == memory.delete(key)
+            fk = rng.choice(fks)
+            prefix = INT.pack(len(fk)) + fk
+            assert list(persistent.prefixScanBytes(prefix)) == list(memory.prefixScanBytes(prefix))
+        state.flush(f"v{batch}", batch, 0, CKPT)
+        state.close()
+        assert state.open(CKPT, f"v{batch}")
+        for fk in fks:
+            prefix = INT.pack(len(fk)) + fk
+            got = list(persistent.prefixScanBytes(prefix))
+            assert got == list(memory.prefixScanBytes(prefix)) and all(type(kv.key) is bytes for kv in got)
+    state.close()
