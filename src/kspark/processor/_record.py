@@ -16,6 +16,9 @@ class RecordHeader(tuple):
             raise TypeError("Null header keys are not permitted")  # Kafka: NullPointerException
         return tuple.__new__(cls, (key, None if value is None else bytes(value)))
 
+    def __getnewargs__(self) -> tuple:  # pickle, copy (a task's checkpoint holds buffered records' headers)
+        return tuple(self)
+
     def key(self) -> str:
         return self[0]
 

@@ -703,6 +703,8 @@ class PersistentTaskState:
             topic = self.logged.get(name)
             changes = _Changes()
             store._flush(changes, streamTime, topic is not None)
+            # ChangelogRecords, or (key, value, timestamp[, the record's own headers]) tuples
+            changes.records = [r if type(r) is ChangelogRecord else ChangelogRecord(*r) for r in changes.records]
             meta = store._metaSnapshot()
             if meta is not None:  # for readers of the database (interactive queries)
                 changes.writes.append((_STORE_META + name.encode("utf-8"), json.dumps(meta).encode()))
@@ -815,9 +817,9 @@ class MergedKeyValueView:
     def name(self) -> str:
         return self._stores[0].name() if self._stores else ""
 
-    def get(self, key):
+    def get(self, key, *asOf):
         for store in self._stores:
-            found = store.get(key)
+            found = store.get(key, *asOf)  # asOf: a versioned store's get(key, asOfTimestamp)
             if found is not None:
                 return found
         return None
@@ -850,3 +852,4 @@ class MergedKeyValueView:
 
 
 from . import _persistent_windows  # noqa: E402,F401 - registers the window stores' persistent classes
+from . import _persistent_more  # noqa: E402,F401 - registers the other store kinds' persistent classes

@@ -953,7 +953,8 @@ class Stores:
         ``historyRetention`` (ms or timedelta; also the grace period after which an out-of-order
         put is refused), in segments of ``segmentInterval`` (default: Kafka's choice from the
         retention). Give it to ``Materialized.as_`` for a versioned ``builder.table``/``toTable``,
-        or to ``Stores.versionedKeyValueStoreBuilder``. On Spark it lives in the task checkpoint.
+        or to ``Stores.versionedKeyValueStoreBuilder``. On Spark it lives in the task's local
+        RocksDB, with a changelog topic.
 
         Raises
         ------

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
+from ...state._change import Change  # noqa: F401 (the DSL's name for it; defined below state/)
 from ...state._stores import _IMMUTABLE
 
 log = logging.getLogger("kspark.dsl")
-
-
-class Change(NamedTuple):
-    """A KTable update flowing between KTable nodes (Kafka ``Change``): new and old value, and
-    ``isLatest``: False for an out-of-order update of a versioned table (KIP-914), which the
-    operators of a versioned table's descendants skip (joins, groupBy, foreign-key joins)."""
-
-    newValue: Any
-    oldValue: Any
-    isLatest: bool = True
 
 
 def arity(fn: Callable) -> int:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import bisect
-
 from ...processor import ContextualProcessor, Record
 from ...serialization import Serde
 from ...state import StoreBuilder
-from ...state._stores import KeyValueBytesStoreSupplier, TimestampedKeyValueStore, _StoreBase
+from ...state._join_stores import StreamTableJoinBuffer
+from ...state._stores import KeyValueBytesStoreSupplier, TimestampedKeyValueStore
 from .common import dropped
 from .ktable import _StoreGetter
 
@@ -123,60 +122,6 @@ def _valueReader(store):
         return None if found is None else found.value
 
     return valueOf
-
-
-class StreamTableJoinBuffer(_StoreBase):
-    """The grace-period buffer of a stream-table join (Kafka ``RocksDBTimeOrderedKeyValueBuffer``,
-    store ``<join name>-Buffer``): records ordered by timestamp, then serialized key and a
-    31-bit sequence number (Kafka's time-first store key). ``put`` refuses a record older than the
-    largest timestamp buffered so far minus the grace period; ``evict`` removes and returns the
-    records at or before that bound. Kept in the task checkpoint. A null key (a left join's) raises
-    ``TypeError('key cannot be null')``, Kafka's ``NullPointerException``: Kafka 4.3 fails the task
-    there."""
-
-    def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, graceMs: int) -> None:
-        super().__init__(name, keySerde, valueSerde, True)
-        self.graceMs = graceMs
-        self._entries: list = []  # (timestamp, key bytes + seqnum, key, stored value, headers, metadata)
-        self._observed = -1  # the store's observedStreamTime, ConsumerRecord.NO_TIMESTAMP
-        self._seqnum = 0
-
-    def snapshot(self) -> dict:
-        return {"entries": self._entries, "observed": self._observed, "seqnum": self._seqnum}
-
-    def restore(self, data: dict) -> None:
-        self._entries, self._observed, self._seqnum = data["entries"], data["observed"], data["seqnum"]
-
-    def mergeSnapshot(self, data: dict) -> None:
-        self._entries = sorted(self._entries + data["entries"], key=lambda e: e[:2])
-        self._observed = max(self._observed, data["observed"])
-
-    def numRecords(self) -> int:
-        return len(self._entries)
-
-    def put(self, record: Record, meta) -> bool:
-        timestamp = record.timestamp()
-        if record.key() is None:  # a left join's null-key record (Kafka's serializer NPE in the buffer)
-            raise TypeError("key cannot be null")
-        if self._observed - self.graceMs > timestamp:
-            return False
-        self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
-        key = record.key()
-        order = self._keyBytes(key) + self._seqnum.to_bytes(4, "big")
-        entry = (timestamp, order, key, self._freeze(record.value()), tuple(record.headers()), meta)
-        bisect.insort(self._entries, entry, key=lambda e: e[:2])
-        self._observed = max(self._observed, timestamp)
-        return True
-
-    def evict(self) -> list:
-        """``(Record, metadata)`` of the buffered records with timestamp <= observed - grace, in order."""
-        bound = self._observed - self.graceMs
-        entries = self._entries
-        n = bisect.bisect_right(entries, bound, key=lambda e: e[0])
-        if not n:
-            return []
-        out, self._entries = entries[:n], entries[n:]
-        return [(Record(key, self._thaw(value), ts, headers), meta) for ts, _, key, value, headers, meta in out]
 
 
 class StreamTableJoinBufferBuilder(StoreBuilder):
