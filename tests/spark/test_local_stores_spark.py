@@ -159,5 +159,5 @@ def test_a_store_whose_serdes_changed_is_refused_naming_it(spark, app):
     produce(topics, "profiles", PROFILES)
     produce(topics, "events", EVENTS[:50])
     run(spark, topology(), props)
-    with pytest.raises(StreamsException, match=r"store counts changed \(value .*LongSerde -> .*StringSerde\)"):
+    with pytest.raises(StreamsException, match=r"store counts changed \(valueSerde .*_LongSerde -> .*_StringSerde\); its state cannot be reused"):
         KafkaStreams(topology(countSerde=Serdes.String()), props, spark=spark).start()

@@ -506,10 +506,11 @@ class KafkaStreams:
     def _checkEvolution(self, saved: dict, description: str, sources: list[str], stores: dict, uri: str) -> None:
         """Raise unless a sub-topology's checkpoint (``saved``) can resume with this topology."""
         def refuse(reason: str) -> StreamsException:
+            topologies = (f"\nCheckpointed topology:\n{saved['topology']}\nThis topology:\n{description}"
+                          if saved["topology"] != description else "")
             return StreamsException(
                 f"state.dir {uri} holds the checkpoint of a different topology for application.id {self._appId}: "
-                f"{reason}; its state cannot be reused. Use a new application.id or delete that directory.\n"
-                f"Checkpointed topology:\n{saved['topology']}\nThis topology:\n{description}")
+                f"{reason}; its state cannot be reused. Use a new application.id or delete that directory.{topologies}")
 
         if "stores" not in saved:
             raise refuse("the checkpoint predates topology evolution (it records no stores)")

@@ -100,26 +100,6 @@ class TaskStatefulProcessor(StatefulProcessor):
             if stored:
                 task.restore(pickle.loads(stored[1]))
             task.wallClockTime = now
-        # the stores as of the committed version before the processors' init, as Kafka restores
-        # a task's stores before it initializes its topology
-        stores: PersistentTaskState | None = task.persistentState
-        if stores is not None:
-            try:
-                self._openStores(stores, taskId, partition, checkpointId, batchId, version)
-            except BaseException:
-                stores.close()
-                raise
-        if fresh:
-            try:
-                if stores is not None and task.legacySnapshots:
-                    stores.importLegacySnapshots(task.legacySnapshots)
-                    task.legacySnapshots = {}
-                task.initialize()
-            except BaseException:
-                if stores is not None:
-                    stores.close()
-                raise
-
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
         inputRows = 0
@@ -148,13 +128,34 @@ class TaskStatefulProcessor(StatefulProcessor):
                     if end == end and end is not None:  # not NaN: the marker carries its range's end
                         positions[f"{topic}/{int(p)}"] = int(end)
 
+        # the stores as of the committed version before the processors' init, as Kafka restores
+        # a task's stores before it initializes its topology
+        stores: PersistentTaskState | None = task.persistentState
+        if stores is not None:
+            try:
+                self._openStores(stores, taskId, partition, checkpointId, batchId, version)
+            except BaseException:
+                stores.close()
+                raise
+        if fresh:
+            try:
+                if stores is not None and task.legacySnapshots:
+                    stores.importLegacySnapshots(task.legacySnapshots)
+                    task.legacySnapshots = {}
+                task.initialize()
+            except BaseException:
+                if stores is not None:
+                    stores.close()
+                raise
+
         converted = time.perf_counter()
         staging = plan.get("staging")
-        # local topics: the task stages its output itself, as it is produced (SegmentStager)
-        stager = SegmentStager(LocalTopics(staging["root"]), staging["producer"]) if staging is not None else None
-        if stager is not None:
-            task.producedListener = lambda produced: _stage(produced, stager)
+        stager = None
         try:
+            # local topics: the task stages its output itself, as it is produced (SegmentStager)
+            if staging is not None:
+                stager = SegmentStager(LocalTopics(staging["root"]), staging["producer"])
+                task.producedListener = lambda produced: _stage(produced, stager)
             task.processAll(now)  # stream-time punctuation after every record, as in the driver
             task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
             task.commit()  # a micro-batch is a commit: the DSL record caches flush here
