@@ -1254,7 +1254,7 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         out.update(p5CheckOutput(tables, loadIds, steadyIds))
         out["final_store_bytes_by_dir"] = _diskBytes(dirs())
     except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
-        out.update({"error": f"{type(e).__name__}: {e}"[-4000:], "failed_in": phase})
+        out.update({"error": _errorText(e), "failed_in": phase})
     out["process_seconds"] = round(time.time() - started, 1)
     return out
 
@@ -1267,6 +1267,27 @@ def _p5SplitWarmup(out: dict, batches: int, batchRecords: int) -> None:
     if out["steady"]["input_rows"] != [batchRecords] * batches or out["warmup"]["input_rows"] != [batchRecords]:
         raise RuntimeError(f"steady batches of {s['input_rows']} records, expected {1 + batches} of {batchRecords}")
     p5Summary(out, batchRecords)
+
+
+def _errorText(e: BaseException) -> str:
+    """An exception as text: its first and last 2,000 characters (Spark's errors put the cause
+    first and the query's plan last)."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= 4000 else f"{text[:2000]} [...] {text[-2000:]}"
+
+
+def _logErrors(text: str) -> list[str]:
+    """The first distinct error lines of a P5 child's log (an OutOfMemoryError in a JVM thread is
+    logged there, not in the exception the query fails with)."""
+    import re
+
+    found: list[str] = []
+    for line in text.splitlines():
+        if re.search(r"^Exception in thread|OutOfMemoryError|^\S*(Error|Exception)(: |$)|Caused by: ", line) and line not in found:
+            found.append(line[:500])
+            if len(found) == 8:
+                break
+    return found
 
 
 def _idsDigest(loadIds: np.ndarray, steadyIds: np.ndarray) -> str:
@@ -1348,7 +1369,7 @@ def _p5Native(spark, n: int, loadIds, steadySplit, out: dict, work: Path, localD
                     "correct": bool(not wrong and row["keys"] == n and row["total"] == truth.sum())})
         out["final_store_bytes_by_dir"] = _diskBytes(dirs())
     except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
-        out.update({"error": f"{type(e).__name__}: {e}"[-4000:], "failed_in": phase})
+        out.update({"error": _errorText(e), "failed_in": phase})
     out["process_seconds"] = round(time.time() - started, 1)
     return out
 
@@ -1435,7 +1456,7 @@ def p5Java(n: int, args, work: Path, broker: dict) -> dict:
         out.update(p5CheckOutput((t for p, end in sorted(topics.endOffsets(sink).items())
                                   for t in topics.readBatches(sink, p, 0, end, maxRows=500_000)), loadIds, steadyIds))
     except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
-        out.update({"error": f"{type(e).__name__}: {e}"[-4000:], "failed_in": phase})
+        out.update({"error": _errorText(e), "failed_in": phase})
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()
@@ -1522,7 +1543,8 @@ def p5(args, only: set) -> list[dict]:
                            "error": (f"timed out after {args.p5_timeout} s and killed" if timedOut
                                      else f"the child process exited with {child.returncode} without a result")}
                 if "error" in row:
-                    row["log_tail"] = log.read_text(errors="replace")[-3000:]
+                    text = log.read_text(errors="replace")
+                    row["log_errors"], row["log_tail"] = _logErrors(text), text[-3000:]
                 row["child_wall_seconds"] = round(time.time() - started, 1)
                 byName[system] = row
                 if system not in ("p5", "p5-kafka"):
