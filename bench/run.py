@@ -35,10 +35,18 @@ Benchmarks (comparison systems run in the same process, on the same input):
   kspark on Spark ``local[2]`` against Java Kafka Streams (2 stream threads), both
   exactly_once_v2, same input topic; throughput over a backlog, latency in a rate-limited
   phase (see :func:`p4`); the outputs must be equal (count and digest).
+- ``P5`` (``p5``, ``p5-kafka``, ``p5-native``, ``p5-java``; issue 32, state at scale): a count
+  per key over N distinct keys, loaded first, then steady micro-batches of 100K records on
+  Spark ``local[2]``: kspark over local topics and over Kafka (exactly_once_v2), Spark's own
+  ``groupBy("key").count()`` and Kafka Streams 4.3.1 (bench/java/bench/KeyCount.java), each
+  system and N in a child process of its own; per-batch seconds, CPU, RSS and store bytes on
+  disk (see :func:`p5` and :func:`p5Spark`, bench/README.md round 18).
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
-200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4),
+200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4;
+P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
+``--p5-load-batch-records``, ``--p5-timeout``,
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
