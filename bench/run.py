@@ -35,10 +35,18 @@ Benchmarks (comparison systems run in the same process, on the same input):
   kspark on Spark ``local[2]`` against Java Kafka Streams (2 stream threads), both
   exactly_once_v2, same input topic; throughput over a backlog, latency in a rate-limited
   phase (see :func:`p4`); the outputs must be equal (count and digest).
+- ``P5`` (``p5``, ``p5-kafka``, ``p5-native``, ``p5-java``; issue 32, state at scale): a count
+  per key over N distinct keys, loaded first, then steady micro-batches of 100K records on
+  Spark ``local[2]``: kspark over local topics and over Kafka (exactly_once_v2), Spark's own
+  ``groupBy("key").count()`` and Kafka Streams 4.3.1 (bench/java/bench/KeyCount.java), each
+  system and N in a child process of its own; per-batch seconds, CPU, RSS and store bytes on
+  disk (see :func:`p5` and :func:`p5Spark`, bench/README.md round 18).
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
-200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4),
+200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4;
+P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
+``--p5-load-batch-records``, ``--p5-timeout``,
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
@@ -48,6 +56,7 @@ as many rows per trigger). See bench/README.md for the run times.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -833,6 +842,756 @@ def liveLatency(system: str, topics, keys: list[bytes], rate: int, seconds: floa
             "latency_input_records": len(keys), "latency_input_rate": rate, "latency_outputs": len(latencies)}
 
 
+# ---------------------------------------------------------------------- P5: state at scale (issue 32)
+P5_SYSTEMS = ("p5-native", "p5-java", "p5", "p5-kafka")  # per N in this order: the references first
+P5_SEED = 32
+P5_TS0 = 1_700_000_000_000  # the first input record's timestamp (ms); record i has P5_TS0 + i
+P5_KEY_WIDTH = 9  # keys are b"k%08d"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def p5Input(n: int, batches: int, batchRecords: int) -> tuple[np.ndarray, np.ndarray]:
+    """(load, steady) key ids: the load is every id in ``range(n)`` once, in a seeded random order;
+    the steady records are ``(1 + batches) * batchRecords`` ids drawn uniformly (seeded) from
+    ``range(n)``, the first ``batchRecords`` of them the warm-up batch. Every P5 process draws
+    the same ids."""
+    rng = np.random.default_rng(P5_SEED)
+    return rng.permutation(n).astype(np.int64), rng.integers(0, n, (1 + batches) * batchRecords, dtype=np.int64)
+
+
+def p5Keys(ids: np.ndarray) -> np.ndarray:
+    """``b"k%08d" % id`` of every id as an ``(len, 9)`` uint8 matrix (vectorized)."""
+    out = np.empty((len(ids), P5_KEY_WIDTH), np.uint8)
+    out[:, 0] = ord("k")
+    for d in range(8):
+        out[:, 8 - d] = 48 + (ids // 10 ** d) % 10
+    return out
+
+
+def p5KeyArray(ids: np.ndarray, type_=pa.binary()) -> pa.Array:
+    """The keys of ``ids`` as an Arrow binary (or string) array, built from the matrix's bytes."""
+    offsets = np.arange(0, P5_KEY_WIDTH * (len(ids) + 1), P5_KEY_WIDTH, dtype=np.int32)
+    return pa.Array.from_buffers(type_, len(ids), [None, pa.py_buffer(offsets), pa.py_buffer(p5Keys(ids))])
+
+
+def p5Partitions(n: int) -> np.ndarray:
+    """The input partition (of 4) of every key id: Kafka's default partitioner of its bytes."""
+    from murmurhash2 import murmurhash2
+
+    keys = p5Keys(np.arange(n, dtype=np.int64)).view(f"S{P5_KEY_WIDTH}").ravel().tolist()
+    return np.array([(murmurhash2(k, 0x9747B28C) & 0x7FFFFFFF) % 4 for k in keys], np.int8)
+
+
+def _fixedWidth(column, width: int) -> np.ndarray:
+    """The non-null values of an Arrow binary column whose values are all ``width`` bytes long,
+    as an ``(rows, width)`` uint8 matrix."""
+    out = []
+    for chunk in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
+        if len(chunk) == 0:
+            continue
+        if chunk.null_count:
+            raise ValueError(f"{chunk.null_count} null values")
+        offsetType = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
+        _, offsetsBuf, data = chunk.buffers()
+        offsets = np.frombuffer(offsetsBuf, offsetType)[chunk.offset:chunk.offset + len(chunk) + 1]
+        if not np.all(np.diff(offsets) == width):
+            raise ValueError(f"values not all {width} bytes long")
+        out.append(np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]].reshape(-1, width))
+    return np.concatenate(out) if out else np.empty((0, width), np.uint8)
+
+
+def p5CheckOutput(tables, loadIds: np.ndarray, steadyIds: np.ndarray) -> dict:
+    """Check a count output topic (``tables``: its record tables, key ``k%08d``, value a Long) against
+    the input: with the record cache off every input record emits one update, so there must be
+    as many outputs as inputs; a key's last update (its largest: a count only grows, and a key
+    stays in one partition) must be its number of records, for every key; the final counts must
+    sum to the number of records."""
+    n = len(loadIds)
+    truth = np.bincount(loadIds, minlength=n) + np.bincount(steadyIds, minlength=n)
+    final = np.zeros(n, np.int64)
+    outputs = 0
+    for t in tables:
+        if t.num_rows == 0:
+            continue
+        keys = _fixedWidth(t.column("key"), P5_KEY_WIDTH)
+        ids = (keys[:, 1:].astype(np.int64) - 48) @ (10 ** np.arange(7, -1, -1, dtype=np.int64))
+        values = _fixedWidth(t.column("value"), 8).copy().view(">i8").ravel().astype(np.int64)
+        np.maximum.at(final, ids, values)
+        outputs += t.num_rows
+    wrong = np.nonzero(final != truth)[0]
+    return {"records_total": int(truth.sum()), "outputs": outputs, "counts_sum": int(final.sum()),
+            "keys_checked": n, "keys_wrong": len(wrong),
+            "keys_wrong_sample": [f"k{i:08d}: {final[i]} != {truth[i]}" for i in wrong[:5]],
+            "correct": bool(len(wrong) == 0 and outputs == truth.sum() and final.sum() == truth.sum())}
+
+
+def _diskBytes(dirs: dict[str, list[Path]]) -> dict[str, int]:
+    """Bytes on disk (allocated blocks, as ``du``) under each named list of directories and in
+    ``total``; a file (inode) counted once in ``total`` even when hard-linked from several. Files
+    that vanish while they are walked are skipped."""
+    seen: set = set()
+    out: dict[str, int] = {}
+    total = 0
+    for name, paths in dirs.items():
+        mine = 0
+        for root in paths:
+            for top, _, files in os.walk(root):
+                for f in files:
+                    try:
+                        st = os.lstat(os.path.join(top, f))
+                    except OSError:
+                        continue
+                    size = st.st_blocks * 512
+                    mine += size
+                    if (st.st_dev, st.st_ino) not in seen:
+                        seen.add((st.st_dev, st.st_ino))
+                        total += size
+        out[name] = mine
+    out["total"] = total
+    return out
+
+
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def _treeByKind(root: int, exclude: tuple = ()) -> dict[int, tuple[str, int, float]]:
+    """``{pid: (kind, RSS kB, CPU seconds)}`` of ``root`` and its descendants without ``exclude``
+    (and theirs); kind ``driver`` (``root``), ``jvm`` (a java process) or ``python`` (the rest:
+    Python workers, their daemon and fork server). One read of ``/proc/<pid>/stat`` per process
+    (its ``rss`` field is VmRSS in pages): about 10 ms of CPU for 120 processes."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+            comm = text[text.find("(") + 1:text.rfind(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            ppid, cpu, kb = int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE_KB
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        info[int(entry)] = (comm, kb, cpu)
+    out, stack = {}, [root]
+    while stack:
+        pid = stack.pop()
+        if pid in exclude:
+            continue
+        if pid in info:
+            comm, kb, cpu = info[pid]
+            out[pid] = ("driver" if pid == root else "jvm" if comm == "java" else "python", kb, cpu)
+        stack.extend(children.get(pid, ()))
+    return out
+
+
+class TreeSampler:
+    """Samples this process tree (without ``exclude``) every ``interval`` s while the ``with`` block
+    runs: RSS per kind (driver, jvm, python) and CPU per process; every ``diskInterval`` s the
+    bytes on disk of ``dirs()`` (named lists of directories, re-evaluated at each sample as
+    directories appear). :meth:`window` gives a time interval's CPU, peak RSS per kind and the
+    disk usage at its end."""
+
+    def __init__(self, dirs, interval: float = 0.5, diskInterval: float = 1.0, exclude: tuple = ()) -> None:
+        self.dirs, self.interval, self.diskInterval, self.exclude = dirs, interval, diskInterval, exclude
+        self.samples: list[tuple[float, dict[str, int], dict[int, float]]] = []
+        self.kinds: dict[int, str] = {}  # pid -> kind, of every process seen
+        self.disk: list[tuple[float, dict[str, int]]] = []
+        self._stop = threading.Event()
+
+    def _sample(self, disk: bool) -> None:
+        now = time.time()
+        tree = _treeByKind(os.getpid(), self.exclude)
+        kb = {"driver": 0, "jvm": 0, "python": 0}
+        for pid, (kind, rss, _) in tree.items():
+            kb[kind] += rss
+            self.kinds[pid] = kind
+        self.samples.append((now, kb, {pid: cpu for pid, (_, _, cpu) in tree.items()}))
+        if disk:
+            self.disk.append((time.time(), _diskBytes(self.dirs())))
+
+    def _run(self) -> None:
+        lastDisk = 0.0
+        while not self._stop.wait(self.interval):
+            disk = time.time() - lastDisk >= self.diskInterval
+            self._sample(disk)
+            if disk:
+                lastDisk = time.time()
+
+    def __enter__(self) -> "TreeSampler":
+        self._sample(True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample(True)
+
+    def window(self, t0: float, t1: float) -> dict:
+        """CPU seconds of the tree in ``[t0, t1]`` (per process: its CPU at the first sample at or
+        after ``t1`` minus that at the last sample at or before ``t0``, 0 for one started since),
+        peak RSS per kind over the samples inside (the nearest one when none is), and the disk
+        usage of the first disk sample at or after ``t1`` (else the last one)."""
+        times = [s[0] for s in self.samples]
+        import bisect
+
+        a = self.samples[max(0, bisect.bisect_right(times, t0) - 1)]
+        b = self.samples[min(len(times) - 1, bisect.bisect_left(times, t1))]
+        cpu = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+        for pid, c in b[2].items():
+            cpu[self.kinds[pid]] += c - a[2].get(pid, 0.0)
+        inside = [s for s in self.samples if t0 <= s[0] <= t1] or [b]
+        diskTimes = [d[0] for d in self.disk]
+        disk = self.disk[min(len(diskTimes) - 1, bisect.bisect_left(diskTimes, t1))][1]
+        return {"cpu_seconds": round(sum(cpu.values()), 2), "jvm_cpu_seconds": round(cpu["jvm"], 2),
+                "python_workers_cpu_seconds": round(cpu["python"], 2), "driver_cpu_seconds": round(cpu["driver"], 2),
+                "jvm_peak_rss_mb": round(max(s[1]["jvm"] for s in inside) / 1024),
+                "python_workers_peak_rss_mb": round(max(s[1]["python"] for s in inside) / 1024),
+                "driver_peak_rss_mb": round(max(s[1]["driver"] for s in inside) / 1024),
+                "store_bytes": disk["total"], "store_bytes_by_dir": {k: v for k, v in disk.items() if k != "total"}}
+
+
+def _isoSeconds(ts: str) -> float:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def p5Batches(progress: list[dict], sampler: TreeSampler, kspark: bool) -> dict:
+    """Per-batch arrays of a run's progress events with input (a Spark ``StreamingQueryProgress``
+    as a dict) with input records (:func:`_p5Records`; ``kspark``: a kspark query): batch id, input records, seconds (``durationMs.triggerExecution``, the whole
+    batch) and ``addBatch`` seconds, and from the sampler over [the batch's ``timestamp``,
+    + ``triggerExecution``]: CPU seconds of the process tree, peak RSS of the JVM and of the Python
+    workers, bytes on disk of the state directories at the batch's end (measured at most one
+    disk sample, about a second, later: the next batch may have started); plus the state
+    operator's rows, memory and commit time, and RocksDB's SST bytes when Spark reports them."""
+    out: dict[str, list] = {k: [] for k in (
+        "batch_id", "input_rows", "seconds", "add_batch_seconds", "cpu_seconds", "jvm_cpu_seconds",
+        "python_workers_cpu_seconds", "driver_cpu_seconds", "jvm_peak_rss_mb",
+        "python_workers_peak_rss_mb", "store_bytes", "state_rows_total", "state_memory_bytes", "state_commit_ms",
+        "rocksdb_sst_bytes")}
+    for p in progress:
+        rows = _p5Records(p, kspark)
+        if not rows:
+            continue
+        d = p["durationMs"]
+        t0 = _isoSeconds(p["timestamp"])
+        w = sampler.window(t0, t0 + d["triggerExecution"] / 1000)
+        ops = p.get("stateOperators") or [{}]
+        out["batch_id"].append(p["batchId"])
+        out["input_rows"].append(rows)
+        out["seconds"].append(round(d["triggerExecution"] / 1000, 3))
+        out["add_batch_seconds"].append(round(d.get("addBatch", 0) / 1000, 3))
+        for k in ("cpu_seconds", "jvm_cpu_seconds", "python_workers_cpu_seconds", "driver_cpu_seconds",
+                  "jvm_peak_rss_mb", "python_workers_peak_rss_mb", "store_bytes"):
+            out[k].append(w[k])
+        out["state_rows_total"].append(sum(op.get("numRowsTotal", 0) for op in ops))
+        out["state_memory_bytes"].append(sum(op.get("memoryUsedBytes", 0) for op in ops))
+        out["state_commit_ms"].append(sum(op.get("commitTimeMs", 0) for op in ops))
+        out["rocksdb_sst_bytes"].append(sum((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) for op in ops))
+        out["store_bytes_by_dir"] = w["store_bytes_by_dir"]  # the last batch's
+    return out
+
+
+def _p5Records(progress: dict, kspark: bool) -> int:
+    """Input records of a batch: kspark's sources count a chunk or range row per topic-partition in
+    ``numInputRows``, so their records come from the tasks' ``records-consumed-total`` counters
+    when reported, else from the source's start and end offsets (as kspark's progress view
+    counts them); other sources' ``numInputRows``."""
+    from kspark.spark._progress import _recordsRead, batchCounters
+
+    if not kspark:
+        return progress.get("numInputRows") or 0
+    consumed = sum(int(v) for k, v in batchCounters(progress).items()
+                   if k.startswith("records-consumed-total|consumer-fetch-manager-metrics|topic="))
+    return consumed or sum(_recordsRead(s.get("startOffset"), s.get("endOffset")) for s in progress.get("sources", ()))
+
+
+def _progressOf(queries) -> list[dict]:
+    """The progress events Spark kept (``recentProgress``) of ``queries``, as dicts."""
+    return [json.loads(p.json) for q in queries for p in q.recentProgress]
+
+
+def p5Summary(out: dict, batchRecords: int) -> None:
+    """The steady phase's summary fields (median s/batch, records/s, ...) into ``out``."""
+    s = out["steady"]
+    median = float(np.median(s["seconds"]))
+    out.update({
+        "median_s_per_batch": round(median, 3), "median_add_batch_s": round(float(np.median(s["add_batch_seconds"])), 3),
+        "records_per_s": round(batchRecords / median),
+        "median_cpu_s_per_batch": round(float(np.median(s["cpu_seconds"])), 2),
+        "records_per_cpu_s": round(batchRecords / max(float(np.median(s["cpu_seconds"])), 1e-9)),
+        "steady_peak_jvm_rss_mb": max(s["jvm_peak_rss_mb"]),
+        "steady_peak_python_workers_rss_mb": max(s["python_workers_peak_rss_mb"]),
+        "store_bytes_after": s["store_bytes"][-1]})
+
+
+def _ksparkStoreDir(config: dict, path: Path) -> bool:
+    """Set ``kspark.store.dir`` (the local store directory of issue 32's state backend) in
+    ``config`` when this kspark knows the key; whether it did."""
+    from kspark.config import StreamsConfig
+    from kspark.errors import ConfigException
+
+    try:
+        StreamsConfig({**config, "kspark.store.dir": str(path)})
+    except ConfigException:
+        return False
+    config["kspark.store.dir"] = str(path)
+    return True
+
+
+def _sparkLocalState(localDir: Path) -> list[Path]:
+    """What Spark keeps under ``spark.local.dir`` besides shuffle blocks (``blockmgr-*``): the
+    RocksDB state stores' working copies, under ``spark-<uuid>/``."""
+    return [p for p in localDir.glob("*") if not p.name.startswith("blockmgr-")] if localDir.exists() else []
+
+
+def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
+    """One P5 run on Spark (``p5``: kspark over local topics; ``p5-kafka``: kspark over Kafka,
+    exactly_once_v2; ``p5-native``: Spark's ``groupBy("key").count()``): the load run (the N keys,
+    ``--p5-load-batch-records`` per micro-batch, ``availableNow``), then the steady run on the same
+    checkpoint (``availableNow``, ``--p5-batch-records`` per batch: one warm-up batch, the
+    first after the restart, then ``--p5-batches`` batches). Returns the JSON line (with
+    ``error`` and what was measured until then if a run fails)."""
+    from kspark.config import StreamsConfig
+    from kspark.spark._session import getOrCreateSession
+
+    batchRecords, loadBatch, batches = args.p5_batch_records, args.p5_load_batch_records, args.p5_batches
+    out: dict = {"benchmark": {"p5": "P5 kspark count, local topics", "p5-kafka": "P5 kspark count, Kafka topics, exactly_once_v2",
+                               "p5-native": "P5-native Spark groupBy(key).count(), update mode"}[system]
+                 + f", {n:,} keys, Spark local[2]", "system": system, "keys": n, "batch_records": batchRecords,
+                 "steady_batches": batches, "load_batch_records": loadBatch, "tasks": 4,
+                 "load_avg_1m": round(os.getloadavg()[0], 2)}
+    phase = "input"
+    localDir = work / "spark-local"
+    started = time.time()
+    try:
+        loadIds, steadyIds = p5Input(n, batches, batchRecords)
+        parts = p5Partitions(n)
+        out["input_digest"] = _idsDigest(loadIds, steadyIds)
+        spark = getOrCreateSession(StreamsConfig({"kspark.spark.master": "local[2]", "application.id": "bench",
+                                                  "spark.local.dir": str(localDir)}))
+        out["spark_driver_memory"] = spark.sparkContext.getConf().get("spark.driver.memory", "1g (default)")
+        out["state_store_provider"] = spark.conf.get("spark.sql.streaming.stateStore.providerClass")
+        out["rocksdb_changelog_checkpointing"] = spark.conf.get(
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "false")
+        steadySplit = np.split(steadyIds, 1 + batches)
+        if system == "p5-native":
+            return _p5Native(spark, n, loadIds, steadySplit, out, work, localDir, args, started)
+        from kspark import KafkaStreams
+        from kspark.topics import LocalTopics, openTopics
+
+        ts = np.arange(P5_TS0, P5_TS0 + n + len(steadyIds), dtype=np.int64)
+        appId = f"bench-p5-{'kafka' if broker else 'local'}-{n}"
+        config = {"application.id": appId, "state.dir": str(work / "state"), "statestore.cache.max.bytes": 0}
+        out["kspark_store_dir"] = _ksparkStoreDir(config, work / "store")
+        if broker is not None:
+            config.update({"bootstrap.servers": broker["bootstrap"], "processing.guarantee": "exactly_once_v2"})
+            topics = openTopics(config)
+            source, sink = f"p5-events-{n}", f"p5-counts-{n}"
+            brokerData = Path(broker["logDir"]) / "data"
+        else:
+            config["kspark.topics.dir"] = str(work / "topics")
+            topics = LocalTopics(work / "topics")
+            source, sink = "events", "counts"
+        topics.createTopic(source, 4)
+        topics.createTopic(sink, 4)
+
+        def write(ids: np.ndarray, stamps: np.ndarray) -> None:
+            if broker is not None:
+                topics.produce(source, zip(p5Keys(ids).view(f"S{P5_KEY_WIDTH}").ravel().tolist(), itertools.repeat(b"1"),
+                                           stamps.tolist()), partitioner=lambda key, _: int(parts[int(key[1:])]))
+                return
+            of = parts[ids]
+            for p in range(4):
+                idx = np.nonzero(of == p)[0]
+                topics.append(source, p, pa.table({
+                    "timestamp": pa.array(stamps[idx], pa.int64()), "key": p5KeyArray(ids[idx]),
+                    "value": pa.array(np.full(len(idx), b"1", "S1"), pa.binary()), "headers": pa.nulls(len(idx), pa.binary())}))
+
+        def dirs() -> dict[str, list[Path]]:
+            d = {"checkpoint": [work / "state" / appId], "spark_local_state": _sparkLocalState(localDir)}
+            if out["kspark_store_dir"]:
+                d["store_dir"] = [work / "store"]
+            if broker is not None:
+                d["changelog_topics"] = list(brokerData.glob(f"{appId}-*changelog-*"))
+            else:
+                d["changelog_topics"] = list((work / "topics").glob("*changelog*"))
+            return d
+
+        note(f"P5 {system} {n:,} keys: writing the load")
+        write(loadIds, ts[:n])
+        exclude = (broker["pid"],) if broker else ()
+        with TreeSampler(dirs, exclude=exclude) as sampler:
+            def run(name: str, maxRecords: int) -> None:
+                nonlocal phase
+                phase = name
+                streams = KafkaStreams(p5Topology(source, sink), {**config, "kspark.max.records.per.trigger": maxRecords},
+                                       spark=spark)
+                t0 = time.time()
+                try:
+                    streams.start()
+                    streams.awaitTermination()
+                finally:
+                    seconds = time.time() - t0
+                    try:
+                        progress = _progressOf(streams.queries())
+                    except Exception:  # noqa: BLE001 - a dead JVM: nothing more to learn
+                        progress = []
+                    out[f"{name}_run_seconds"] = round(seconds, 2)
+                    out[name] = p5Batches(progress, sampler, True)
+                    streams.close()
+
+            note(f"P5 {system} {n:,} keys: load run")
+            run("load", loadBatch)
+            write(steadyIds, ts[n:])
+            brokerCpu = _cpuOf(broker["pid"]) if broker else 0.0
+            note(f"P5 {system} {n:,} keys: steady run")
+            run("steady", batchRecords)
+            if broker:
+                out["steady_broker_cpu_seconds"] = round(_cpuOf(broker["pid"]) - brokerCpu, 1)
+        _p5SplitWarmup(out, batches, batchRecords)
+        phase = "check"
+        note(f"P5 {system} {n:,} keys: checking the output")
+        if broker is not None:
+            tables = (t for p, end in sorted(topics.endOffsets(sink).items())
+                      for t in topics.readBatches(sink, p, 0, end, maxRows=500_000))
+        else:
+            tables = (topics.read(sink, p, 0, end) for p, end in sorted(topics.endOffsets(sink).items()))
+        out.update(p5CheckOutput(tables, loadIds, steadyIds))
+        out["final_store_bytes_by_dir"] = _diskBytes(dirs())
+    except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
+        out.update({"error": _errorText(e), "failed_in": phase})
+    out["process_seconds"] = round(time.time() - started, 1)
+    return out
+
+
+def _p5SplitWarmup(out: dict, batches: int, batchRecords: int) -> None:
+    """Move the steady run's first batch (the first after the restart) to ``warmup``; summarize."""
+    s = out["steady"]
+    out["warmup"] = {k: v[:1] if isinstance(v, list) else v for k, v in s.items()}
+    out["steady"] = {k: v[1:] if isinstance(v, list) else v for k, v in s.items()}
+    if out["steady"]["input_rows"] != [batchRecords] * batches or out["warmup"]["input_rows"] != [batchRecords]:
+        raise RuntimeError(f"steady batches of {s['input_rows']} records, expected {1 + batches} of {batchRecords}")
+    p5Summary(out, batchRecords)
+
+
+def _errorText(e: BaseException) -> str:
+    """An exception as text: its first and last 2,000 characters (Spark's errors put the cause
+    first and the query's plan last)."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= 4000 else f"{text[:2000]} [...] {text[-2000:]}"
+
+
+def _logErrors(text: str) -> list[str]:
+    """The first distinct error lines of a P5 child's log (an OutOfMemoryError in a JVM thread is
+    logged there, not in the exception the query fails with)."""
+    import re
+
+    found: list[str] = []
+    for line in text.splitlines():
+        if re.search(r"^Exception in thread|OutOfMemoryError|^\S*(Error|Exception)(: |$)|Caused by: ", line) and line not in found:
+            found.append(line[:500])
+            if len(found) == 8:
+                break
+    return found
+
+
+def _idsDigest(loadIds: np.ndarray, steadyIds: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(loadIds.tobytes() + steadyIds.tobytes()).hexdigest()[:16]
+
+
+def p5Topology(source: str, sink: str):
+    """Issue 32's topology: ``stream(source).groupByKey().count(Materialized.as_("counts"))``, String
+    keys and values, the counts written to ``sink`` as Longs."""
+    from kspark import Consumed, Materialized, Produced, Serdes, StreamsBuilder
+
+    b = StreamsBuilder()
+    (b.stream(source, Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .count(Materialized.as_("counts")).toStream().to(sink, Produced.with_(Serdes.String(), Serdes.Long())))
+    return b.build()
+
+
+def _p5Native(spark, n: int, loadIds, steadySplit, out: dict, work: Path, localDir: Path, args, started: float) -> dict:
+    """P5-native: Parquet files (key string, value string), one per micro-batch
+    (``maxFilesPerTrigger`` 1): the load's files, then, after the load run, the warm-up's and
+    the steady batches' files in the same directory; ``groupBy("key").count()``, update mode,
+    noop sink, ``spark.sql.shuffle.partitions`` 4 (kspark's 4 tasks), the RocksDB provider.
+    Checked through Spark's state reader (``format("statestore")``): N rows whose counts sum
+    to the records, and 1,000 sampled keys' counts."""
+    from pyspark.sql import functions as F
+
+    batchRecords, loadBatch = args.p5_batch_records, args.p5_load_batch_records
+    src, checkpoint = work / "native-input", work / "native-checkpoint"
+    src.mkdir(parents=True)
+    files = [0]
+
+    def write(ids: np.ndarray) -> None:
+        pq.write_table(pa.table({"key": p5KeyArray(ids, pa.string()), "value": pa.array(np.full(len(ids), "1"))}),
+                       src / f"part-{files[0]:05d}.parquet")
+        files[0] += 1
+        time.sleep(0.01)  # distinct modification times: the file source takes the oldest first
+
+    def dirs() -> dict[str, list[Path]]:
+        return {"checkpoint": [checkpoint], "spark_local_state": _sparkLocalState(localDir)}
+
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    phase = "input"
+    try:
+        note(f"P5 p5-native {n:,} keys: writing the load")
+        for i in range(0, n, loadBatch):
+            write(loadIds[i:i + loadBatch])
+        with TreeSampler(dirs) as sampler:
+            for phase in ("load", "steady"):
+                if phase == "steady":
+                    for ids in steadySplit:
+                        write(ids)
+                note(f"P5 p5-native {n:,} keys: {phase} run")
+                t0 = time.time()
+                q = (spark.readStream.schema("key string, value string").option("maxFilesPerTrigger", 1).parquet(str(src))
+                     .groupBy("key").count().writeStream.format("noop").outputMode("update")
+                     .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+                try:
+                    q.awaitTermination()
+                finally:
+                    out[f"{phase}_run_seconds"] = round(time.time() - t0, 2)
+                    try:
+                        out[phase] = p5Batches(_progressOf([q]), sampler, False)
+                    except Exception:  # noqa: BLE001 - a dead JVM
+                        pass
+        _p5SplitWarmup(out, args.p5_batches, batchRecords)
+        phase = "check"
+        state = spark.read.format("statestore").load(str(checkpoint))
+        row = state.agg(F.count("*").alias("keys"), F.sum("value.count").alias("total")).collect()[0]
+        sample = np.random.default_rng(P5_SEED + 1).choice(n, min(n, 1000), replace=False)
+        truth = np.bincount(loadIds, minlength=n) + np.bincount(np.concatenate(steadySplit), minlength=n)
+        got = {r["k"]: r["c"] for r in state.where(F.col("key.key").isin([f"k{i:08d}" for i in sample.tolist()]))
+               .select(F.col("key.key").alias("k"), F.col("value.count").alias("c")).collect()}
+        wrong = [f"k{i:08d}" for i in sample.tolist() if got.get(f"k{i:08d}") != truth[i]]
+        out.update({"records_total": int(truth.sum()), "state_keys": row["keys"], "counts_sum": int(row["total"]),
+                    "keys_checked": len(sample), "keys_wrong": len(wrong), "keys_wrong_sample": wrong[:5],
+                    "correct": bool(not wrong and row["keys"] == n and row["total"] == truth.sum())})
+        out["final_store_bytes_by_dir"] = _diskBytes(dirs())
+    except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
+        out.update({"error": _errorText(e), "failed_in": phase})
+    out["process_seconds"] = round(time.time() - started, 1)
+    return out
+
+
+def p5Java(n: int, args, work: Path, broker: dict) -> dict:
+    """P5-java: Kafka Streams 4.3.1 (bench/java/bench/KeyCount.java: the same topology, RocksDB,
+    cache off, exactly_once_v2, commit.interval.ms 100, 2 stream threads) on the same broker,
+    with the same records in a topic of its own (``p5-events-<N>-java``: kspark's load and
+    steady runs need the steady records to arrive after the load). Phases: the load is produced
+    and processed (the clock from ``KafkaStreams.start()``); paused, the warm-up batch's records
+    are produced and processed; paused, the steady batches' records are produced, then the
+    clock runs from ``resume()`` until the committed offsets reach the end (JVM start and
+    producing excluded; CPU of the JVM, peak RSS reset per phase, see KeyCount.java). Bytes on
+    disk of its state directory and changelog topic after each phase."""
+    import subprocess
+
+    from kspark.topics import openTopics
+
+    batchRecords, batches = args.p5_batch_records, args.p5_batches
+    out: dict = {"benchmark": f"P5-java Kafka Streams 4.3.1 count, {n:,} keys, RocksDB, exactly_once_v2, "
+                              "commit.interval.ms 100, 2 stream threads", "system": "p5-java", "keys": n,
+                 "batch_records": batchRecords, "steady_batches": batches, "load_avg_1m": round(os.getloadavg()[0], 2)}
+    phase, started, proc = "input", time.time(), None
+    try:
+        loadIds, steadyIds = p5Input(n, batches, batchRecords)
+        parts = p5Partitions(n)
+        out["input_digest"] = _idsDigest(loadIds, steadyIds)
+        ts = np.arange(P5_TS0, P5_TS0 + n + len(steadyIds), dtype=np.int64)
+        topics = openTopics({"bootstrap.servers": broker["bootstrap"]})
+        appId, source, sink = f"bench-p5-java-{n}", f"p5-events-{n}-java", f"p5-counts-{n}-java"
+        topics.createTopic(source, 4)
+        topics.createTopic(sink, 4)
+        brokerData = Path(broker["logDir"]) / "data"
+
+        def write(ids, stamps) -> None:
+            topics.produce(source, zip(p5Keys(ids).view(f"S{P5_KEY_WIDTH}").ravel().tolist(), itertools.repeat(b"1"),
+                                       stamps.tolist()), partitioner=lambda key, _: int(parts[int(key[1:])]))
+
+        def dirs() -> dict[str, list[Path]]:
+            return {"state_dir": [work / "java-state"], "changelog_topics": list(brokerData.glob(f"{appId}-*changelog-*"))}
+
+        note(f"P5 p5-java {n:,} keys: producing the load")
+        write(loadIds, ts[:n])
+        proc = subprocess.Popen(javaCommand("bench.KeyCount", f"bootstrap={broker['bootstrap']}", f"appId={appId}",
+                                            f"input={source}", f"output={sink}", f"stateDir={work / 'java-state'}"),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+        def phaseLine() -> dict:
+            while True:
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"KeyCount exited ({proc.wait()}) in phase {phase}")
+                if line.startswith("STREAMS FAILED"):
+                    raise RuntimeError("KeyCount: " + line + proc.stdout.read()[-4000:])
+                if line.startswith("{"):
+                    j = json.loads(line)
+                    disk = _diskBytes(dirs())
+                    j.update({"store_bytes": disk["total"], "store_bytes_by_dir": {k: v for k, v in disk.items() if k != "total"}})
+                    return j
+
+        phase = "load"
+        note(f"P5 p5-java {n:,} keys: load")
+        out["load"] = phaseLine()
+        for phase, ids, stamps in (("warmup", steadyIds[:batchRecords], ts[n:n + batchRecords]),
+                                   ("steady", steadyIds[batchRecords:], ts[n + batchRecords:])):
+            write(ids, stamps)
+            brokerCpu = _cpuOf(broker["pid"])
+            note(f"P5 p5-java {n:,} keys: {phase}")
+            proc.stdin.write("GO\n")
+            proc.stdin.flush()
+            out[phase] = phaseLine()
+            out[phase]["broker_cpu_seconds"] = round(_cpuOf(broker["pid"]) - brokerCpu, 1)
+        proc.stdin.write("STOP\n")
+        proc.stdin.close()
+        if proc.wait(120) != 0:
+            raise RuntimeError(f"KeyCount exited with {proc.returncode}")
+        s = out["steady"]
+        out.update({"records_per_s": round(s["records"] / s["seconds"]),
+                    "s_per_batch_equivalent": round(s["seconds"] * batchRecords / s["records"], 3),
+                    "records_per_cpu_s": round(s["records"] / max(s["cpu_seconds"], 1e-9)),
+                    "steady_peak_rss_mb": s["peak_rss_mb"], "store_bytes_after": s["store_bytes"]})
+        phase = "check"
+        note(f"P5 p5-java {n:,} keys: checking the output")
+        out.update(p5CheckOutput((t for p, end in sorted(topics.endOffsets(sink).items())
+                                  for t in topics.readBatches(sink, p, 0, end, maxRows=500_000)), loadIds, steadyIds))
+    except BaseException as e:  # noqa: BLE001 - reported as the run's JSON line
+        out.update({"error": _errorText(e), "failed_in": phase})
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out["process_seconds"] = round(time.time() - started, 1)
+    return out
+
+
+def p5Child(args) -> int:
+    """One (system, N) of P5 in this process (``--p5-child``, started by :func:`p5`): one JSON line."""
+    broker = None
+    if args.p5_broker:
+        bootstrap, pid, logDir = args.p5_broker.split(",", 2)
+        broker = {"bootstrap": bootstrap, "pid": int(pid), "logDir": logDir}
+    [n] = args.p5_keys
+    if args.p5_child == "p5-java":
+        out = p5Java(n, args, args.work, broker)
+    else:
+        out = p5Spark(args.p5_child, n, args, args.work, broker if args.p5_child == "p5-kafka" else None)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def _killTree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it (a P5 child this run started, its JVMs and workers)."""
+    import signal
+
+    for p in sorted(_tree(pid), key=lambda p: p != pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def p5(args, only: set) -> list[dict]:
+    """P5 (issue 32, state at scale): for each N of ``--p5-keys``, each system in its own process
+    (``run.py --p5-child``, one after the other, never two at once), so that a run that fails
+    (an OutOfMemoryError in Spark's JVM) or hangs (killed after ``--p5-timeout`` s, with its
+    whole process tree) becomes a JSON line with the error and the rest of the run goes on;
+    each system starts with a fresh JVM and SparkSession, made with the same settings. The
+    Kafka broker (for ``p5-kafka`` and ``p5-java``) is this process's, shared. After each N's
+    runs, kspark's lines get the comparisons with that N's native and Java lines and a
+    ``P5 comparison`` line follows."""
+    import subprocess
+
+    systems = [s for s in P5_SYSTEMS if s in only]
+    rows: list[dict] = []
+    broker = None
+    if {"p5-kafka", "p5-java"} & set(systems):
+        from kspark.testing import KafkaBroker
+
+        broker = KafkaBroker(args.work / "kafka-p5", heapMb=1024).start()
+    try:
+        for n in args.p5_keys:
+            byName: dict[str, dict] = {}
+            for system in systems:
+                work = args.work / f"p5-{system}-{n}"
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--p5-child", system, "--p5-keys", str(n),
+                       "--p5-batches", str(args.p5_batches), "--p5-batch-records", str(args.p5_batch_records),
+                       "--p5-load-batch-records", str(args.p5_load_batch_records), "--work", str(work)]
+                if broker is not None and system in ("p5-kafka", "p5-java"):
+                    cmd += ["--p5-broker", f"{broker.bootstrapServers},{broker.pid},{broker.logDir}"]
+                log = args.work / f"p5-{system}-{n}.log"
+                note(f"P5 {system} {n:,} keys: child process (log {log})")
+                started = time.time()
+                with open(log, "w") as err:
+                    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+                    lines: list[str] = []
+                    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
+                    reader.start()
+                    try:
+                        child.wait(args.p5_timeout)
+                        timedOut = False
+                    except subprocess.TimeoutExpired:
+                        _killTree(child.pid)
+                        child.wait()
+                        timedOut = True
+                    reader.join(10)
+                results = [json.loads(line) for line in lines if line.startswith("{")]
+                if results:
+                    row = results[-1]
+                else:
+                    row = {"benchmark": f"P5 {system}, {n:,} keys", "system": system, "keys": n,
+                           "error": (f"timed out after {args.p5_timeout} s and killed" if timedOut
+                                     else f"the child process exited with {child.returncode} without a result")}
+                if "error" in row:
+                    text = log.read_text(errors="replace")
+                    row["log_errors"], row["log_tail"] = _logErrors(text), text[-3000:]
+                row["child_wall_seconds"] = round(time.time() - started, 1)
+                byName[system] = row
+                if system not in ("p5", "p5-kafka"):
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+            native, java = byName.get("p5-native", {}), byName.get("p5-java", {})
+            comparison = {"benchmark": "P5 comparison", "keys": n}
+            for system in ("p5", "p5-kafka"):
+                row = byName.get(system)
+                if row is None:
+                    continue
+                if "median_s_per_batch" in row and "median_s_per_batch" in native:
+                    row["vs_native_s_per_batch"] = round(row["median_s_per_batch"] / native["median_s_per_batch"], 2)
+                    comparison[f"{system}_vs_native_s_per_batch"] = row["vs_native_s_per_batch"]
+                if "records_per_s" in row and "records_per_s" in java:
+                    row["vs_java_records_per_s"] = round(row["records_per_s"] / java["records_per_s"], 2)
+                    comparison[f"{system}_vs_java_records_per_s"] = row["vs_java_records_per_s"]
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+            for system, row in byName.items():
+                comparison[f"{system}_s_per_batch"] = row.get("median_s_per_batch", row.get("s_per_batch_equivalent"))
+                comparison[f"{system}_records_per_s"] = row.get("records_per_s")
+                comparison[f"{system}_correct"] = row.get("correct", False)
+                if "error" in row:
+                    comparison[f"{system}_error"] = row["error"][:300]
+            print(json.dumps(comparison), flush=True)
+    finally:
+        if broker is not None:
+            broker.close()
+    return rows
+
+
+def _count(text: str) -> int:
+    """``100000``, ``100K``, ``4M`` -> an int."""
+    text = text.strip().upper()
+    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
 # ---------------------------------------------------------------------- driver
 def _report(name: str, m: tuple, cores: int) -> dict:
     records, seconds, rss, load, extra = m
@@ -871,15 +1630,30 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-records", type=int, default=BATCH_RECORDS,
                         help="records per micro-batch on Spark (P1 and P2: kspark.max.records.per.trigger; "
                              "P1-native: rows per input file, one file per trigger)")
+    parser.add_argument("--p5-keys", default="100000,1000000,10000000",
+                        help="P5: distinct keys N, comma-separated (100K, 4M also accepted); each N a run of every P5 system")
+    parser.add_argument("--p5-batches", type=int, default=5, help="P5: steady micro-batches measured (after one warm-up batch)")
+    parser.add_argument("--p5-batch-records", type=int, default=100_000, help="P5: records per steady micro-batch")
+    parser.add_argument("--p5-load-batch-records", type=int, default=1_000_000,
+                        help="P5: records per micro-batch of the load run (the N keys, each once)")
+    parser.add_argument("--p5-timeout", type=float, default=1800,
+                        help="P5: seconds one system at one N may take before its process tree is killed")
+    parser.add_argument("--p5-child", help=argparse.SUPPRESS)  # run.py's own P5 child processes
+    parser.add_argument("--p5-broker", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, default=Path("work/bench"))
     args = parser.parse_args(argv)
     BATCH_RECORDS = args.batch_records
     only = {x.strip() for x in args.only.split(",")}
+    args.p5_keys = [_count(x) for x in args.p5_keys.split(",") if x.strip()]
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     import logging
 
     logging.getLogger("kspark").setLevel(logging.ERROR)  # dropped-record warnings would flood stderr
+    if args.p5_child:
+        return p5Child(args)
+    if only & set(P5_SYSTEMS):
+        p5(args, only)
 
     if only & {"p3", "p3-java", "bytewax"}:
         df = inputs.nasaRequests(args.p3_records)
