@@ -525,12 +525,12 @@ class PutAndScan(ContextualProcessor):
     def process(self, record):
         key = record.key()
         self.store.put(key, record.value())
-        user = key["user"]
+        user, n = key["user"], key["n"]
         lo, hi = {"user": user, "n": 0}, {"user": user, "n": 9}
         ranged = [kv.key["n"] for kv in self.store.range(lo, hi)]
         prefixed = [kv.key["n"] for kv in self.store.prefixScan('{"user":"%s",' % user, Serdes.String())]
         key["n"] = -1  # a key changed after the put changes nothing stored (Kafka stores its bytes)
-        self.context().forward(record.withValue({"get": self.store.get({"user": user, "n": record.value()}),
+        self.context().forward(record.withValue({"get": self.store.get({"user": user, "n": n}),
                                                  "range": ranged, "prefix": prefixed}))
 
 
