@@ -43,7 +43,8 @@ def test_dict_key_group_by_count_on_spark_matches_the_driver(spark, tmp_path):
                                for kv in d.getTimestampedKeyValueStore("per-article").all())
         # (key, count) pairs: every count of a key is emitted once whatever the record order (an
         # update's timestamp depends on the order the partitions interleave, the final one not)
-        expectedUpdates = sorted((r.key(), r.value()) for r in d.createOutputTopic("counts", BYTES, LONG).readRecordsToList())
+        expectedUpdates = sorted((r.key(), r.value())
+                                 for r in d.createOutputTopic("counts", BYTES, LONG).readRecordsToList())
     # 1, 1.0 and true, the two dict orders are apart; (1, 2) and [1, 2] are one key
     counts = {k: n for k, n, _ in expectedStore}
     assert {b"1", b"1.0", b"true", b'{"a":1,"b":2}', b'{"b":2,"a":1}', b"[1,2]"} <= set(counts)

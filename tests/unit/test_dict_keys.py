@@ -77,7 +77,8 @@ def topArticlesTopology(dictIndustryKey: bool):
         return KeyValue.pair(record, record)
 
     articleViews = views.filter(lambda dummy, record: "ARTICLE" in (record.get("flags") or "")).map(clone)
-    viewCounts = (articleViews.groupByKey(Grouped.with_(J, J)).windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(hours=1)))
+    viewCounts = (articleViews.groupByKey(Grouped.with_(J, J))
+                  .windowedBy(TimeWindows.ofSizeWithNoGrace(timedelta(hours=1)))
                   .count(materialized=Materialized.as_("view-counts")))
     windowedIndustrySerde = WindowedSerdes.timeWindowedSerdeFrom(J if dictIndustryKey else Serdes.String(), HOUR)
 
@@ -238,8 +239,8 @@ def test_a_tuple_and_a_list_with_the_same_bytes_are_one_key(cached):
 
 # ---------------------------------------------------------------------------- record cache by bytes (one commit)
 def _task(topology, cacheBytes=10 * 1024 * 1024):
-    task = StreamTask("0_0", topology.subtopologies()[0], topology.storeBuilders(),
-                      StreamsConfig({**DEFAULTS, "statestore.cache.max.bytes": cacheBytes}), 0, lambda t: t, lambda t: 1)
+    config = StreamsConfig({**DEFAULTS, "statestore.cache.max.bytes": cacheBytes})
+    task = StreamTask("0_0", topology.subtopologies()[0], topology.storeBuilders(), config, 0, lambda t: t, lambda t: 1)
     task.initialize()
     return task
 
@@ -252,7 +253,7 @@ def _produced(task, keySerde=BYTES):
 KEYS = [b"1", b"1.0", b"true", b'{"a":1,"b":2}', b'{"b":2,"a":1}', b"1", b'{"a":1,"b":2}', b"[1,2]"]
 
 
-def test_se10_one_commit_forwards_each_key_by_bytes_once_in_last_update_order():
+def test_e5_one_commit_forwards_each_key_by_bytes_once_in_last_update_order():
     """Many updates between two commits (a Spark micro-batch, Kafka's commit interval): the cache
     keeps one entry per serialized key (E-5, SA-10) and the commit forwards each once, with its
     latest value, in the order of each key's last update. Equal Python keys with other bytes
@@ -269,12 +270,15 @@ def test_se10_one_commit_forwards_each_key_by_bytes_once_in_last_update_order():
                                (b'{"a":1,"b":2}', 2, 6), (b"[1,2]", 1, 7)]
 
 
+MS100 = timedelta(milliseconds=100)
+
+
 @pytest.mark.parametrize("windows, keySerde", [
-    (TimeWindows.ofSizeWithNoGrace(timedelta(milliseconds=100)), WindowedSerdes.timeWindowedSerdeFrom(J, 100)),
-    (SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=100)), WindowedSerdes.sessionWindowedSerdeFrom(J)),
-    (SlidingWindows.ofTimeDifferenceWithNoGrace(timedelta(milliseconds=100)), WindowedSerdes.timeWindowedSerdeFrom(J, 100)),
+    (TimeWindows.ofSizeWithNoGrace(MS100), WindowedSerdes.timeWindowedSerdeFrom(J, 100)),
+    (SessionWindows.ofInactivityGapWithNoGrace(MS100), WindowedSerdes.sessionWindowedSerdeFrom(J)),
+    (SlidingWindows.ofTimeDifferenceWithNoGrace(MS100), WindowedSerdes.timeWindowedSerdeFrom(J, 100)),
 ], ids=["time", "session", "sliding"])
-def test_se10_one_commit_of_a_windowed_count_keys_its_cache_by_bytes(windows, keySerde):
+def test_e5_one_commit_of_a_windowed_count_keys_its_cache_by_bytes(windows, keySerde):
     """The same for a windowed count: at ts 200..207 every key has one window [200, ...] (time:
     [200, 300); session: [first, last]; sliding: the left window [ts - 100, ts] of its last
     record, with earlier left windows of the same key superseded), forwarded once per key."""
@@ -330,7 +334,10 @@ def test_ktable_source_with_dict_keys(cached):
 def test_to_table_with_dict_keys(cached):
     b = StreamsBuilder()
     b.stream("in").toTable(materialized=Materialized.as_("t")).toStream().to("out")
-    out = drive(b, TABLE_INPUTS, cached, check=lambda d: list(d.getKeyValueStore("t").all()) == [KeyValue({"id": 2}, "b")])
+    def check(d):
+        assert list(d.getKeyValueStore("t").all()) == [KeyValue({"id": 2}, "b")]
+
+    out = drive(b, TABLE_INPUTS, cached, check=check)
     assert triples(out) == [({"id": 1}, "a", 1), ({"id": 2}, "b", 2), ({"id": 1}, "c", 3),
                             ({"id": 1}, None, 4)] + ([] if cached else [({"id": 3}, None, 5)])
 

@@ -28,10 +28,11 @@ class KTableSuppress(ContextualProcessor):
     """Suppression of KTable updates (Kafka ``KTableSuppressProcessor`` over an
     ``InMemoryTimeOrderedKeyValueChangeBuffer``, the store ``storeName``), rules SU-2..SU-5.
 
-    Each update is buffered by serialized key (keys with the same bytes are one entry). Its buffer time is the window end (``untilWindowCloses``,
-    ``windowEnd=True``) or the record timestamp (``untilTimeLimit``), taken from the key's
-    **first** buffered update: a later update replaces the value, record timestamp, headers and
-    record context but keeps the place in the queue (Kafka's "non-resetting" ``cleanPut``). The
+    Each update is buffered by serialized key (keys with the same bytes are one entry). Its buffer
+    time is the window end (``untilWindowCloses``, ``windowEnd=True``) or the record timestamp
+    (``untilTimeLimit``), taken from the key's **first** buffered update: a later update replaces
+    the value, record timestamp, headers and record context but keeps the place in the queue
+    (Kafka's "non-resetting" ``cleanPut``). The
     node's stream time is the max record timestamp it saw. After each record: entries with
     ``bufferTime <= streamTime - duration`` leave in (buffer time, serialized key) order; then, if
     the buffer holds more than ``maxRecords`` keys or ``maxBytes`` bytes (Kafka's sizes, see
