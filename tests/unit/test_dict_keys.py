@@ -389,6 +389,38 @@ def test_stream_stream_join_on_dict_keys(left):
 
 
 @CACHED
+def test_table_table_join_on_dict_keys(cached):
+    """Both sides look each other up by the key's bytes; an update of either side joins (T-19:
+    timestamp = the later side's); a delete makes a tombstone."""
+    b = StreamsBuilder()
+    b.table("in").join(b.table("right"), lambda left, right: f"{left}+{right}").toStream().to("out")
+    with TopologyTestDriver(b.build(), config(cached)) as d:
+        left, right = d.createInputTopic("in", J, J), d.createInputTopic("right", J, J)
+        left.pipeInput({"id": 1}, "L1", 1)
+        right.pipeInput({"id": 1}, "R1", 2)
+        right.pipeInput({"id": 2}, "R2", 3)
+        left.pipeInput({"id": 1}, "L1b", 4)
+        right.pipeInput({"id": 1}, None, 5)
+        out = d.createOutputTopic("out", J, J).readRecordsToList()
+    assert triples(out) == [({"id": 1}, "L1+R1", 2), ({"id": 1}, "L1b+R1", 4), ({"id": 1}, None, 5)]
+
+
+def test_global_table_join_on_a_dict_key():
+    """J-7: the stream record's mapped key (a dict) is looked up in the global store by its bytes."""
+    b = StreamsBuilder()
+    users = b.globalTable("users")
+    b.stream("in").join(users, lambda k, v: {"id": v["user"]}, lambda v, user: f"{user}:{v['what']}").to("out")
+    with TopologyTestDriver(b.build(), config(True)) as d:
+        d.createInputTopic("users", J, J).pipeInput({"id": 7}, "ann", 0)
+        i = d.createInputTopic("in", J, J)
+        i.pipeInput("k1", {"user": 7, "what": "click"}, 1)
+        i.pipeInput("k2", {"user": 8, "what": "click"}, 2)
+        i.pipeInput("k3", {"user": 7.0, "what": "buy"}, 3)  # {"id":7.0}: other bytes, no match
+        out = d.createOutputTopic("out", J, J).readRecordsToList()
+    assert triples(out) == [("k1", "ann:click", 1)]
+
+
+@CACHED
 def test_foreign_key_join_with_dict_keys(cached):
     """KIP-213 with dict primary and foreign keys: subscriptions are keyed by the combined key's
     bytes and answered by prefix scan; the result table is keyed by the primary key."""
