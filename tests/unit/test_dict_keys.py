@@ -623,3 +623,38 @@ def test_store_views_read_cached_windows_by_key_bytes():
         assert list(d.getWindowStore("tw").fetch({"page": "p", "user": "a"}, 0, 10)) == []
         assert [kv.value for kv in d.getSessionStore("sw").fetch(KA)] == [1]
         assert list(d.getSessionStore("sw").fetch({"page": "p", "user": "a"})) == []
+
+
+def test_st9_a_task_rebuilt_from_its_checkpoint_keeps_a_dict_keyed_session_cache():
+    """Between two Spark micro-batches a task may be rebuilt from the checkpoint; its session cache
+    (whose entries are keyed by the key's bytes) comes back from it. Gap 10, no grace: after k@0 and
+    k@20, [0,0] is past the store's retention but still cached, so k@10 merges all three (ST-9), in
+    the live task and in the rebuilt one alike."""
+    import pickle
+
+    serde = WindowedSerdes.sessionWindowedSerdeFrom(J)
+    b = StreamsBuilder()
+    (b.stream("in").groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(timedelta(milliseconds=10)))
+     .count(materialized=Materialized.as_("s")).toStream().to("out", Produced.with_(serde, LONG)))
+    topology = b.build()
+    key = b'{"user":"a","page":"p"}'
+
+    def S(start, end):
+        return Windowed(KA, SessionWindow(start, end))
+
+    live = _task(topology)
+    live.addRecords("in", [RawRecord(0, 0, key, b'"v"'), RawRecord(1, 20, key, b'"v"')])
+    live.processAll(0)
+    live.commit()
+    assert _produced(live, serde) == [(S(0, 0), 1, 0), (S(20, 20), 1, 20)]
+    config = StreamsConfig({**DEFAULTS, "statestore.cache.max.bytes": 10 * 1024 * 1024})
+    rebuilt = StreamTask("0_0", topology.subtopologies()[0], topology.storeBuilders(), config, 0, lambda t: t,
+                         lambda t: 1)
+    rebuilt.restore(pickle.loads(pickle.dumps(live.checkpoint())))
+    rebuilt.initialize()
+    assert rebuilt.recordCache.sizeBytes == live.recordCache.sizeBytes > 0
+    for task in (live, rebuilt):
+        task.addRecords("in", [RawRecord(2, 10, key, b'"v"')])
+        task.processAll(0)
+        task.commit()
+        assert _produced(task, serde) == [(S(20, 20), None, 20), (S(0, 20), 3, 20)]
