@@ -305,10 +305,18 @@ class KeyValueStore(_StoreBase):
         return keys[start:end]
 
     def _iterator(self, keys) -> KeyValueIterator:
+        """Entries of the serialized keys ``keys``; a key of a mutable type (a dict, a list) is read
+        back from its bytes, as Kafka's are: changing a key after ``put`` changes nothing stored."""
         from ..keyvalue import KeyValue
 
         data, thaw = self._data, self._thaw
-        return KeyValueIterator([KeyValue(k, thaw(v)) for k, v in map(data.__getitem__, keys)])
+        out = []
+        for kb in keys:
+            k, v = data[kb]
+            if type(k) not in _IMMUTABLE:
+                k = self._keySerde.deserialize(self._serdeTopic, kb)
+            out.append(KeyValue(k, thaw(v)))
+        return KeyValueIterator(out)
 
     def _bounds(self, fromKey: Any, toKey: Any) -> tuple[bytes | None, bytes | None] | None:
         lo = None if fromKey is None else self._keyBytes(fromKey)

@@ -1,8 +1,10 @@
 """The store of a ``KTable.suppress`` buffer (Kafka ``InMemoryTimeOrderedKeyValueChangeBuffer``).
 
-The suppress processor keeps each buffered update here, by key: its buffer time, the serialized
-key, the ``Change``, the record's timestamp, headers and record metadata, its size and its prior
-value's size. The store is a task's state like any other: it appears in ``describe()``
+The suppress processor keeps each buffered update here, by serialized key (Kafka's ``index`` is a
+``Map<Bytes, BufferKey>``: two keys are one entry exactly when the key serde writes the same
+bytes, so ``dict`` and ``list`` keys work): its buffer time, the serialized key, the ``Change``,
+the record's timestamp, headers and record metadata, its size, its prior value's size and the
+key itself (what is forwarded). The store is a task's state like any other: it appears in ``describe()``
 (``KTABLE-SUPPRESS-STATE-STORE-<n>`` or ``<name>-store``), is connected to its processor, and is
 part of the task's checkpoint.
 
@@ -30,13 +32,13 @@ def javaChars(text: str | None) -> int:
 
 
 class TimeOrderedKeyValueBuffer:
-    """Buffered ``Change`` updates by key (see the module docstring). ``entries``: key ->
-    ``[bufferTime, keyBytes, change, timestamp, headers, size, priorLen, metadata]``."""
+    """Buffered ``Change`` updates by serialized key (see the module docstring). ``entries``:
+    key bytes -> ``[bufferTime, keyBytes, change, timestamp, headers, size, priorLen, metadata, key]``."""
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde) -> None:
         self._name, self._keySerde, self._valueSerde = name, keySerde, valueSerde
         self._serdeTopic = name  # Kafka's changelog name, set by the task
-        self.entries: dict[Any, list] = {}
+        self.entries: dict[bytes, list] = {}
         self.sizeBytes = 0
         self._open = True
 
@@ -73,28 +75,29 @@ class TimeOrderedKeyValueBuffer:
         kspark.serialization.IncompatibleTypeException
             If the key or a value does not fit the store's serdes (Kafka: ``ClassCastException``).
         """
-        previous = self.entries.get(key)
+        keyBytes = self._keySerde.serialize(self._serdeTopic, key) or b""
+        previous = self.entries.get(keyBytes)
         if previous is None:
-            keyBytes = self._keySerde.serialize(self._serdeTopic, key) or b""
             priorLen = self._valueLen(change.oldValue)
             oldLen = 0  # the prior value is the old value: counted once
         else:
-            bufferTime, keyBytes, priorLen = previous[0], previous[1], previous[6]
+            bufferTime, priorLen = previous[0], previous[6]
             oldLen = self._valueLen(change.oldValue)
             self.sizeBytes -= previous[5]
         size = (8 + len(keyBytes) + priorLen + oldLen + self._valueLen(change.newValue)
                 + 8 + 8 + 4 + javaChars(metadata[0] if metadata is not None else None))
         for hkey, hvalue in headers or ():
             size += javaChars(hkey) + (len(hvalue) if hvalue is not None else 0)
-        self.entries[key] = [bufferTime, keyBytes, change, timestamp, headers, size, priorLen, metadata]
+        self.entries[keyBytes] = [bufferTime, keyBytes, change, timestamp, headers, size, priorLen, metadata, key]
         self.sizeBytes += size
 
     def evictionOrder(self) -> list:
-        """``(key, entry)`` by buffer time, then serialized key (Kafka's ``BufferKey`` order)."""
-        return sorted(self.entries.items(), key=lambda e: (e[1][0], e[1][1]))
+        """``(key bytes, entry)`` by buffer time, then serialized key (Kafka's ``BufferKey`` order)."""
+        return sorted(self.entries.items(), key=lambda e: (e[1][0], e[0]))
 
-    def remove(self, key) -> list:
-        entry = self.entries.pop(key)
+    def remove(self, keyBytes: bytes) -> list:
+        """Remove and return the entry of serialized key ``keyBytes`` (its last item is the key)."""
+        entry = self.entries.pop(keyBytes)
         self.sizeBytes -= entry[5]
         return entry
 
@@ -102,12 +105,20 @@ class TimeOrderedKeyValueBuffer:
         return {"entries": self.entries, "bytes": self.sizeBytes}
 
     def restore(self, data: dict) -> None:
-        self.entries, self.sizeBytes = data["entries"], data["bytes"]
+        self.entries, self.sizeBytes = _byKeyBytes(data["entries"]), data["bytes"]
 
     def mergeSnapshot(self, data: dict) -> None:
         """Add another task's snapshot (to view a store over all tasks)."""
-        self.entries.update(data["entries"])
+        self.entries.update(_byKeyBytes(data["entries"]))
         self.sizeBytes += data["bytes"]
+
+
+def _byKeyBytes(entries: dict) -> dict:
+    """Snapshot entries keyed by serialized key; a snapshot written when they were keyed by the key
+    object (8 items, the serialized key second) is converted."""
+    if not entries or len(next(iter(entries.values()))) > 8:
+        return entries
+    return {entry[1]: [*entry, key] for key, entry in entries.items()}
 
 
 class SuppressionBufferStoreBuilder:

@@ -102,7 +102,10 @@ class Windowed:
 
     def __hash__(self) -> int:
         w = self._window
-        return hash((self._key, w._start, w._end))
+        try:
+            return hash((self._key, w._start, w._end))
+        except TypeError:  # an unhashable key (a dict, a list): equal Windowed keys still hash alike
+            return hash((w._start, w._end))
 
     def __str__(self) -> str:
         return f"[{self._key}@{self._window.start()}/{self._window.end()}]"

@@ -118,17 +118,19 @@ class WindowStoreView:
         return self._store.windowSize()
 
     def _windows(self, key=None) -> dict:
-        """(start, key bytes) -> (key, value as shown) of live and cached windows."""
+        """(start, key bytes) -> (key, value as shown) of live and cached windows; with ``key``,
+        those of the key that serializes as ``key`` does (Kafka's stores find keys by their bytes)."""
         store, timestamped = self._store, self._store.timestamped
-        out = {k: (key_, store._thaw(v)) for k, (key_, v) in store._data.items() if store._live(k[0])}
+        kb = None if key is None else store._keyBytes(key)
+        out = {k: (key_, store._thaw(v)) for k, (key_, v) in store._data.items()
+               if store._live(k[0]) and (kb is None or k[1] == kb)}
         if self._cache is not None:
             for windowed, value, timestamp in self._cache.cachedValues(key):
                 start = windowed.window().start()
                 out.setdefault((start, store._keyBytes(windowed.key())),
                                (windowed.key(), ValueAndTimestamp(value, timestamp) if timestamped else value))
         plain = self._plain and timestamped
-        return {k: (key_, v.value if plain else v) for k, (key_, v) in sorted(out.items())
-                if key is None or key_ == key}
+        return {k: (key_, v.value if plain else v) for k, (key_, v) in sorted(out.items())}
 
     def fetch(self, key: Any, timeFrom, timeTo=None):
         """``fetch(key, start)``: that window's value or None; ``fetch(key, from, to)``:

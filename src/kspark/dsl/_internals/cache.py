@@ -17,6 +17,12 @@ forwarded (rules SA-10, E-5). The decisions are Kafka's:
 - a key created and removed between two flushes, unknown to the store at the last flush,
   forwards nothing (``oldValue == null && newValue == null`` is skipped).
 
+Entries are keyed by the serialized key, as Kafka's cache is (``Bytes``): a key-value cache by
+the key's bytes, a window cache by ``(key bytes, window start)``, a session cache by ``(key bytes,
+end, start)``. So two keys are one entry exactly when their key serde writes the same bytes (a
+``dict`` or ``list`` key works; ``1`` and ``1.0`` with the JSON serde are two entries); each entry
+keeps its record, whose key object is the one forwarded.
+
 Size accounting is ``LRUNode.size()``: cache-key bytes + 24 + 1 (dirty flag) + value bytes +
 8 (timestamp) + 8 (offset) + 4 (partition) + topic name characters + header key characters and
 value bytes. Cache keys: key-value stores the serialized key; window stores 8 (segment prefix)
@@ -121,13 +127,14 @@ class RecordCache:
         # False: a caching store without a flush listener (emit-final's window store): entries are
         # kept (and read) as in Kafka's cache, a flush or eviction forwards nothing
         self.forwards = forwards
+        # cache key (see the module docstring: serialized key, with the window) -> entry
         self.entries: OrderedDict[Any, _Entry] = OrderedDict()  # least recently used first
         self.dirty: dict[Any, None] = {}                         # order of each key's last update
         self.sizeBytes = 0
-        # session schema: inner key -> ([(end, start)] sorted, {(end, start): Windowed}) of cached
-        # sessions that have a value (tombstones are left out: lookups skip them, and an active
-        # key's tombstones would otherwise pile up until the next flush); window schema: the same
-        # with window starts instead of (end, start)
+        # session schema: inner key bytes -> ([(end, start)] sorted, {(end, start): cache key}) of
+        # cached sessions that have a value (tombstones are left out: lookups skip them, and an
+        # active key's tombstones would otherwise pile up until the next flush); window schema:
+        # the same with window starts instead of (end, start)
         self.byKey: dict = {}
         if enabled:
             context = processor.context()
@@ -142,7 +149,6 @@ class RecordCache:
                 if saved:
                     self._restoreWindows(saved)
                 context.registerCheckpointCallback(lambda: state.__setitem__(slot, self._savedWindows()))
-            self._keyLens: dict = {}
             # a Long serde always writes 8 bytes: counts need no serializing to be sized
             self._fixed8 = store is not None and type(store._valueSerde).__name__ == "_LongSerde"
             context.registerCommitCallback(self.flush)
@@ -158,27 +164,30 @@ class RecordCache:
                 return existing
         return cls(processor, enabled, store, schema, forwards)
 
-    # -- size accounting (LRUNode.size)
-    def _keyLen(self, key) -> int:
-        """Serialized length of a (non-windowed) key, memoised: keys repeat."""
-        keyLens = self._keyLens
-        n = keyLens.get(key)
-        if n is None:
-            if len(keyLens) > 100_000:
-                keyLens.clear()
-            n = keyLens[key] = len(self.store._keyBytes(key))
-        return n
+    # -- cache keys
+    def cacheKey(self, key, kb: bytes | None = None):
+        """The entry key of the record key ``key`` (a ``Windowed`` for window and session caches):
+        its serialized bytes, with the window's start (and end) for windowed caches; ``kb`` is the
+        (inner) key's bytes if the caller has them."""
+        if kb is None:
+            kb = self.store._keyBytes(key if self.schema == "keyValue" else key.key())
+        if self.schema == "keyValue":
+            return kb
+        window = key.window()
+        return (kb, window.end(), window.start()) if self.schema == "session" else (kb, window.start())
 
-    def _sizeOf(self, record, meta) -> int:
+    # -- size accounting (LRUNode.size)
+    def _sizeOf(self, record, meta, kb: bytes) -> int:
+        """``kb``: the serialized (inner) key."""
         store = self.store
-        key, newValue = record.key(), record.value().newValue
+        newValue = record.value().newValue
         if store is None:
             keyLen = valueLen = 0
         else:
             if self.schema == "keyValue":
-                keyLen = self._keyLen(key)
+                keyLen = len(kb)
             else:
-                keyLen = 8 + self._keyLen(key.key()) + (16 if self.schema == "session" else 12)
+                keyLen = 8 + len(kb) + (16 if self.schema == "session" else 12)
             valueLen = 0
             if newValue is not None:
                 if type(newValue) is _Frozen:
@@ -192,18 +201,27 @@ class RecordCache:
         return size
 
     # -- NamedCache
-    def forward(self, record, existedInStore: bool) -> None:
+    def forward(self, record, existedInStore: bool, kb: bytes | None = None) -> None:
+        """Cache (or, disabled, forward) ``record``; ``kb``: its (inner) key's serialized bytes,
+        if the caller has them (else serialized here)."""
         if not self.enabled:
             if self.forwards:
                 self.processor.context().forward(record)
             return
-        key = record.key()
+        schema = self.schema
+        if kb is None:
+            kb = self.store._keyBytes(record.key() if schema == "keyValue" else record.key().key())
+        if schema == "keyValue":
+            key = kb
+        else:
+            window = record.key().window()
+            key = (kb, window.end(), window.start()) if schema == "session" else (kb, window.start())
         change = record.value()
         if type(change.newValue) not in _IMMUTABLE and self.store is not None:
             # Kafka's cache holds bytes: what is forwarded later cannot be changed in place meanwhile
             record = record.withValue(type(change)(self.store._freeze(change.newValue), change.oldValue))
         meta = self.processor.context().recordMetadata()
-        size = self._sizeOf(record, meta)
+        size = self._sizeOf(record, meta, kb)
         old = self.entries.pop(key, None)
         if old is not None:
             self.sizeBytes -= old.size
@@ -226,34 +244,37 @@ class RecordCache:
         self.task.sizeBytes += size
         self.task.maybeEvict(self)
 
-    def _pair(self, window):
-        return (window.end(), window.start()) if self.schema == "session" else window.start()
+    def _pair(self, cacheKey):
+        """The window part of a windowed cache key: ``(end, start)`` (session) or ``start``."""
+        return cacheKey[1:] if self.schema == "session" else cacheKey[1]
 
-    def _index(self, windowed) -> None:
-        pair = self._pair(windowed.window())
-        index = self.byKey.get(windowed.key())
+    def _index(self, cacheKey) -> None:
+        pair, kb = self._pair(cacheKey), cacheKey[0]
+        index = self.byKey.get(kb)
         if index is None:
-            index = self.byKey[windowed.key()] = ([], {})
+            index = self.byKey[kb] = ([], {})
         insort(index[0], pair)
-        index[1][pair] = windowed
+        index[1][pair] = cacheKey
 
-    def _unindex(self, windowed) -> None:
+    def _unindex(self, cacheKey) -> None:
         if self.schema != "keyValue":
-            index = self.byKey.get(windowed.key())
+            kb = cacheKey[0]
+            index = self.byKey.get(kb)
             if index is not None:
-                pair = self._pair(windowed.window())
+                pair = self._pair(cacheKey)
                 if index[1].pop(pair, None) is not None:
                     pairs = index[0]
                     del pairs[bisect_left(pairs, pair)]
                 if not index[1]:
-                    del self.byKey[windowed.key()]
+                    del self.byKey[kb]
 
     def withHiddenSessions(self, merged: list, index: tuple, earliestSessionEndTime: int,
                            latestSessionStartTime: int) -> tuple[list, set]:
         """ST-9 (Kafka ``CachingSessionStore.findSessions``): ``merged`` (the store's
         ``(end, start, key, aggregate)`` entries of one key) plus the cached sessions of that key
         in range that the store hides (past its retention), in store order (end, start); and the
-        ``(end, start)`` of the added ones. ``index`` is the key's entry in ``byKey``."""
+        ``(end, start)`` of the added ones. ``index`` is the key's entry in ``byKey`` (by the key's
+        bytes)."""
         pairs, windows = index
         extra = None
         for n in range(bisect_left(pairs, (earliestSessionEndTime,)), len(pairs)):
@@ -264,31 +285,32 @@ class RecordCache:
                 if entry[0] == end and entry[1] == start:
                     break
             else:
-                windowed = windows[(end, start)]
-                value = self.store._thaw(self.entries[windowed].record.value().newValue)
+                record = self.entries[windows[(end, start)]].record
+                value = self.store._thaw(record.value().newValue)
                 if value is not None:
                     if extra is None:
                         extra = []
-                    extra.append((end, start, windowed.key(), value))
+                    extra.append((end, start, record.key().key(), value))
         if extra is None:
             return merged, ()
         return sorted([*merged, *extra], key=lambda e: (e[0], e[1])), {(e[0], e[1]) for e in extra}
 
-    def cachedWindow(self, windowed):
-        """Kafka ``CachingWindowStore.fetch(key, time)``: the cached value of ``windowed`` as a
-        ``ValueAndTimestamp`` (the entry becomes the most recently used), or None."""
-        entry = self.entries.get(windowed)
+    def cachedWindow(self, cacheKey):
+        """Kafka ``CachingWindowStore.fetch(key, time)``: the cached value of the window of cache
+        key ``cacheKey`` (``(key bytes, start)``) as a ``ValueAndTimestamp`` (the entry becomes the
+        most recently used), or None."""
+        entry = self.entries.get(cacheKey)
         if entry is None or entry.record.value().newValue is None:
             return None
-        self.entries.move_to_end(windowed)
+        self.entries.move_to_end(cacheKey)
         return ValueAndTimestamp(self.store._thaw(entry.record.value().newValue), entry.record.timestamp())
 
-    def withCachedWindows(self, key, windows: list, timeFrom: int, timeTo: int) -> list:
+    def withCachedWindows(self, kb: bytes, windows: list, timeFrom: int, timeTo: int) -> list:
         """Kafka ``CachingWindowStore.fetch(key, from, to)``: ``windows`` (the store's ``(start,
-        ValueAndTimestamp)`` of ``key``, by start) merged with ``key``'s cached windows starting in
-        ``[timeFrom, timeTo]``, which the store hides once past its retention (the cache has no
-        retention bound); the cached ones read become the most recently used."""
-        index = self.byKey.get(key)
+        ValueAndTimestamp)`` of the key of bytes ``kb``, by start) merged with that key's cached
+        windows starting in ``[timeFrom, timeTo]``, which the store hides once past its retention
+        (the cache has no retention bound); the cached ones read become the most recently used."""
+        index = self.byKey.get(kb)
         if index is None:
             return windows
         starts, byStart = index
@@ -305,17 +327,18 @@ class RecordCache:
 
     def _savedWindows(self) -> list:
         """The session or window cache as flat tuples for the checkpoint, least recently used
-        first: clean entries ``(key, start, end, size, value, timestamp)``, a dirty one (not after
-        a commit) whole."""
+        first: clean entries ``(key, start, end, size, value, timestamp, key bytes)``, a dirty one
+        (not after a commit) as ``(cache key, entry, dirty position)``."""
         saved = []
         dirtyOrder = {key: n for n, key in enumerate(self.dirty)}
-        for windowed, entry in self.entries.items():
+        for cacheKey, entry in self.entries.items():
             if entry.dirty:
-                saved.append((windowed, entry, dirtyOrder[windowed]))
+                saved.append((cacheKey, entry, dirtyOrder[cacheKey]))
             else:
+                windowed = entry.record.key()
                 window = windowed.window()
                 saved.append((windowed.key(), window.start(), window.end(), entry.size, entry.record.value().newValue,
-                              entry.record.timestamp()))
+                              entry.record.timestamp(), cacheKey[0]))
         return saved
 
     def _restoreWindows(self, saved: list) -> None:
@@ -327,19 +350,22 @@ class RecordCache:
         dirty = []
         for item in saved:
             if len(item) == 3:
-                windowed, entry, n = item
-                dirty.append((n, windowed))
+                cacheKey, entry, n = item
+                if isinstance(cacheKey, Windowed):  # saved before caches were keyed by bytes
+                    cacheKey = self.cacheKey(cacheKey)
+                dirty.append((n, cacheKey))
             else:
                 key, start, end, size, value = item[:5]
                 timestamp = item[5] if len(item) > 5 else end  # a session's record timestamp is its end
                 windowed = Windowed(key, windowType(start, end))
+                cacheKey = self.cacheKey(windowed, item[6] if len(item) > 6 else None)
                 entry = _Entry(Record(windowed, Change(value, None), timestamp, ()), True, size)
                 entry.dirty = False
-            self.entries[windowed] = entry
+            self.entries[cacheKey] = entry
             if entry.record.value().newValue is not None:
-                self._index(windowed)
+                self._index(cacheKey)
             self.sizeBytes += entry.size
-        self.dirty.update((windowed, None) for _, windowed in sorted(dirty, key=lambda d: d[0]))
+        self.dirty.update((cacheKey, None) for _, cacheKey in sorted(dirty, key=lambda d: d[0]))
         self.task.sizeBytes += self.sizeBytes
 
     def hiddenWindows(self, shown: list, timeFrom: int, timeTo: int) -> list:
@@ -349,33 +375,39 @@ class RecordCache:
         ``CachingWindowStore.fetchAll`` merges the cache, which has no retention, with the store."""
         from ...keyvalue import KeyValue
 
-        seen = {kv.key for kv in shown}
-        extra = [KeyValue(windowed, ValueAndTimestamp(self.store._thaw(entry.record.value().newValue),
-                                                      entry.record.timestamp()))
-                 for windowed, entry in self.entries.items()
-                 if timeFrom <= windowed.window().start() <= timeTo and windowed not in seen
+        keyBytes = self.store._keyBytes
+        ordered = [((kv.key.window().start(), keyBytes(kv.key.key())), kv) for kv in shown]
+        seen = {(kb, start) for (start, kb), _ in ordered}
+        extra = [((cacheKey[1], cacheKey[0]),
+                  KeyValue(entry.record.key(), ValueAndTimestamp(self.store._thaw(entry.record.value().newValue),
+                                                                 entry.record.timestamp())))
+                 for cacheKey, entry in self.entries.items()
+                 if timeFrom <= cacheKey[1] <= timeTo and cacheKey not in seen
                  and entry.record.value().newValue is not None]
         if not extra:
             return shown
-        keyBytes = self.store._keyBytes
-        return sorted([*shown, *extra], key=lambda kv: (kv.key.window().start(), keyBytes(kv.key.key())))
+        return [kv for _, kv in sorted([*ordered, *extra], key=lambda e: e[0])]
 
     def cachedValues(self, key=None) -> list:
         """The cached entries with a value (a tombstone hides nothing the store still holds: the
-        store is written through), as ``(cache key, value, record timestamp)``; with ``key``, only
-        those whose (inner) key is ``key``. For read-through views of the store."""
+        store is written through), as ``(record key, value, record timestamp)`` (the record key a
+        ``Windowed`` for windowed caches); with ``key``, only those whose (inner) key serializes
+        as ``key`` does. For read-through views of the store."""
         out = []
+        kb = None if key is None else self.store._keyBytes(key)
+        keyValue = self.schema == "keyValue"
         for cacheKey, entry in self.entries.items():
-            inner = cacheKey if self.schema == "keyValue" else cacheKey.key()
+            if kb is not None and (cacheKey if keyValue else cacheKey[0]) != kb:
+                continue
             value = self.store._thaw(entry.record.value().newValue)
-            if value is not None and (key is None or inner == key):
-                out.append((cacheKey, value, entry.record.timestamp()))
+            if value is not None:
+                out.append((entry.record.key(), value, entry.record.timestamp()))
         return out
 
-    def touch(self, key) -> None:
-        """A read of a cached key makes it the most recently used (``NamedCache.get``)."""
-        if self.enabled and key in self.entries:
-            self.entries.move_to_end(key)
+    def touch(self, cacheKey) -> None:
+        """A read of a cached entry makes it the most recently used (``NamedCache.get``)."""
+        if self.enabled and cacheKey in self.entries:
+            self.entries.move_to_end(cacheKey)
 
     def evict(self) -> None:
         """``NamedCache.evict``: drop the least recently used entry; if dirty, flush with it first."""

@@ -75,7 +75,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         # (end, start, stored key, aggregate) in findSessions order (store order, SA-3)
         merged = store._findSessionEntries(kb, ts - gap, ts + gap)
         hidden = ()
-        cachedIndex = self.cache.byKey.get(key)
+        cachedIndex = self.cache.byKey.get(kb)
         if cachedIndex:  # ST-9: the cache still shows sessions the store hides past its retention
             merged, hidden = self.cache.withHiddenSessions(merged, cachedIndex, ts - gap, ts + gap)
         agg, start, end = self._merge(key, ts, merged)
@@ -93,12 +93,12 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
                     # a session the store hides is not in it as far as the flush can tell: Kafka
                     # skips its tombstone (the flush finds no old value)
                     forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, headers),
-                            (sEnd, sStart) not in hidden)
+                            (sEnd, sStart) not in hidden, kb)
         agg = self.aggregator(key, record.value(), agg)
         existed = store.fetchSession(key, start, end) is not None
         store._putEntry(end, kb, start, key, agg)  # store.put(Windowed(key, [start, end]), agg)
         if not emitFinal:
-            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, headers), existed)
+            forward(Record(_Windowed(key, _SessionWindow(start, end)), Change(agg, None), end, headers), existed, kb)
         return closeTime
 
 
@@ -117,8 +117,10 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
     def _skipExpired(self, ts: int, start: int, end: int, closeTime: int, streamTime: int, merged) -> None:
         """SA-6: the merged session ended before the close time: log, count, drop the record."""
         expiredWindow(self.context(), ts, f"[{start},{end}]", closeTime, streamTime)
-        for sEnd, sStart, sKey, _ in merged:  # the lookup read them through the cache: now most recently used
-            self.cache.touch(_Windowed(sKey, _SessionWindow(sStart, sEnd)))
+        if self.cache.enabled and merged:  # the lookup read them through the cache: now most recently used
+            kb = self.store._keyBytes(merged[0][2])  # the sessions of one key
+            for sEnd, sStart, _, _ in merged:
+                self.cache.touch((kb, sEnd, sStart))
 
     def fastPath(self, task, source, node, queue):
         """The fused loop of ``source -> this -> toStream() -> to()`` (see ``StreamTask._buildFastPath``),

@@ -87,7 +87,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
         read as Kafka reads them: through the record cache, which still holds windows the store
         hides past its retention."""
         windows = self.store._windowsOfKey(self.kb, timeFrom, timeTo)
-        return self.cache.withCachedWindows(key, windows, timeFrom, timeTo) if self.cache.enabled else windows
+        return self.cache.withCachedWindows(self.kb, windows, timeFrom, timeTo) if self.cache.enabled else windows
 
     def _processReverse(self, record: Record, closeTime: int) -> None:
         """Kafka ``processReverse``: the key's windows from the latest start back."""
@@ -191,7 +191,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
             return
         windowed = Windowed(record.key(), TimeWindow(start, start + self.d))
         self.cache.forward(Record(windowed, Change(newAgg, oldAgg if self.sendOldValues else None), newTimestamp,
-                                  record._headers), existed)
+                                  record._headers), existed, self.kb)
 
     def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
         """KIP-825 for sliding windows (``AbstractKStreamTimeWindowAggregateProcessor``): window

@@ -28,10 +28,11 @@ class KTableSuppress(ContextualProcessor):
     """Suppression of KTable updates (Kafka ``KTableSuppressProcessor`` over an
     ``InMemoryTimeOrderedKeyValueChangeBuffer``, the store ``storeName``), rules SU-2..SU-5.
 
-    Each update is buffered by key. Its buffer time is the window end (``untilWindowCloses``,
-    ``windowEnd=True``) or the record timestamp (``untilTimeLimit``), taken from the key's
-    **first** buffered update: a later update replaces the value, record timestamp, headers and
-    record context but keeps the place in the queue (Kafka's "non-resetting" ``cleanPut``). The
+    Each update is buffered by serialized key (keys with the same bytes are one entry). Its buffer
+    time is the window end (``untilWindowCloses``, ``windowEnd=True``) or the record timestamp
+    (``untilTimeLimit``), taken from the key's **first** buffered update: a later update replaces
+    the value, record timestamp, headers and record context but keeps the place in the queue
+    (Kafka's "non-resetting" ``cleanPut``). The
     node's stream time is the max record timestamp it saw. After each record: entries with
     ``bufferTime <= streamTime - duration`` leave in (buffer time, serialized key) order; then, if
     the buffer holds more than ``maxRecords`` keys or ``maxBytes`` bytes (Kafka's sizes, see
@@ -86,8 +87,8 @@ class KTableSuppress(ContextualProcessor):
                 self._emit(ordered[i][0])
                 i += 1
 
-    def _emit(self, key) -> None:
-        _, _, change, timestamp, headers, _, _, metadata = self.buffer.remove(key)
+    def _emit(self, keyBytes: bytes) -> None:
+        _, _, change, timestamp, headers, _, _, metadata, key = self.buffer.remove(keyBytes)
         if change.newValue is not None or not self.safeToDropTombstones:
             context = self.context()
             current = context.metadata

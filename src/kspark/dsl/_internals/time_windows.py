@@ -69,7 +69,7 @@ class KStreamWindowAggregate(ContextualProcessor):
             if old is None and self.cache.enabled:
                 # Kafka reads through the caching store, which still holds a window the store hides
                 # past its retention (a cogroup's other inputs can move the store's time ahead)
-                old = self.cache.cachedWindow(Windowed(key, window))
+                old = self.cache.cachedWindow((kb, start))
             if old is None:
                 # Kafka: oldAgg = initializer() (reduce: null, and "agg == null ? value : reducer(agg,
                 # value)", so a null value makes a null aggregate)
@@ -87,7 +87,7 @@ class KStreamWindowAggregate(ContextualProcessor):
                 # new window; cached, the flush reads the old value from the store instead (none)
                 oldAgg = initial if self.sendOldValues and (old is not None or not self.cache.enabled) else None
                 self.cache.forward(Record(Windowed(key, window), Change(newAgg, oldAgg), timestamp, record._headers),
-                                   old is not None)
+                                   old is not None, kb)
         if self.emitFinal:
             self._maybeForwardFinalResult(record, closeTime)
 
