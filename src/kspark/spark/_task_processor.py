@@ -131,6 +131,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         # the stores as of the committed version before the processors' init, as Kafka restores
         # a task's stores before it initializes its topology
         stores: PersistentTaskState | None = task.persistentState
+        opening = time.perf_counter()
         if stores is not None:
             try:
                 self._openStores(stores, taskId, partition, checkpointId, batchId, version)
@@ -160,6 +161,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
             task.commit()  # a micro-batch is a commit: the DSL record caches flush here
             newVersion = uuid.uuid4().hex
+            flushing = time.perf_counter()
             if stores is not None:  # the stores' changes: pending in the local store, and to the changelogs
                 task.produced.extend(ProducedRecord(topic, partition, timestamp, key, value, headers)
                                      for topic, key, value, timestamp, headers
@@ -192,7 +194,8 @@ class TaskStatefulProcessor(StatefulProcessor):
                 f.write(json.dumps({
                     "task": taskId, "pid": os.getpid(), "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
                     "rows": inputRows, "stateBytes": len(blob),
-                    "inputSeconds": round(converted - started, 4), "processSeconds": round(processed - converted, 4),
+                    "inputSeconds": round(opening - started, 4), "storeOpenSeconds": round(converted - opening, 4),
+                    "processSeconds": round(flushing - converted, 4), "storeFlushSeconds": round(processed - flushing, 4),
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
         yield out

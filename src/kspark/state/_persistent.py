@@ -434,16 +434,24 @@ class PersistentSessionStore(SessionStore):
                     found.add((end, kb, start))
         return self._iterator(self._entry(end, kb, start) for end, kb, start in sorted(found, key=lambda e: (e[0], e[1], -e[2])))
 
-    def _expiredKeys(self) -> tuple[set[bytes], tuple[bytes, bytes] | None]:
+    _expiredFrom = -(1 << 63)  # the database's time index holds nothing below it (pending included)
+
+    def _expiredKeys(self, fromStart: bool = False) -> tuple[set[bytes], tuple[bytes, bytes] | None]:
         """The keys with sessions in the database below the expiry point, and the time index's
-        range to delete (None: nothing expired)."""
+        range to delete (None: nothing expired). Scans from where the last expiry ended (the
+        index below it is deleted, with the point tombstones of merged sessions RocksDB would
+        otherwise skip again at every flush), or from the start after a restore."""
         bound = self._purgedBelow * self._segmentInterval
-        lo, hi = b"t" + _orderedLong(-(1 << 63)), b"t" + _orderedLong(bound)
+        start = -(1 << 63) if fromStart else self._expiredFrom
+        if bound <= start:
+            return set(), None
+        lo, hi = b"t" + _orderedLong(start), b"t" + _orderedLong(bound)
         keys = set()
         for indexKey, _ in self._backend.items(lo, hi, False):
             n = _LEN.unpack_from(indexKey, 9)[0]
             keys.add(indexKey[13:13 + n])
-        return keys, (lo, hi) if keys else None
+        self._expiredFrom = bound
+        return keys, (lo, hi)
 
     def _packed(self, kb: bytes) -> bytes | None:
         """The database value of ``kb``: its live sessions (the working set's, loaded if need be)."""
@@ -499,7 +507,7 @@ class PersistentSessionStore(SessionStore):
         return writes
 
     def _metaSnapshot(self):
-        return {"observed": self._observed, "purgedBelow": self._purgedBelow}
+        return {"observed": self._observed, "purgedBelow": self._purgedBelow, "expiredFrom": self._expiredFrom}
 
     def _evict(self, maxEntries: int) -> None:
         self._sessions.evict(maxEntries)
@@ -518,9 +526,10 @@ class PersistentSessionStore(SessionStore):
     def _metaRestore(self, data) -> None:
         if data:
             self._observed, self._purgedBelow = data["observed"], data["purgedBelow"]
+            self._expiredFrom = data.get("expiredFrom", -(1 << 63))
 
     def _restored(self) -> None:
-        keys, indexRange = self._expiredKeys()  # the changelog still holds sessions the store had expired
+        keys, indexRange = self._expiredKeys(fromStart=True)  # the changelog still holds sessions the store had expired
         if indexRange is not None:
             self._backend.empty = False
             self._backend.write([(b"k" + kb, self._packed(kb)) for kb in keys])
