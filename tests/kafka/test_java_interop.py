@@ -253,6 +253,10 @@ def test_kspark_and_java_kafka_streams_read_each_others_bytes(spark, kafkaBroker
         assert java.poll() is None, f"the Java applications exited ({java.returncode}):\n{javaLog(tmp_path)}"
 
         internal = [t for t in topics.listTopics() if t.startswith("interop-kspark-")]
+        # issue 32: a changelog topic per store, named as Kafka Streams names them
+        changelogs = sorted(t for t in internal if t.endswith("-changelog"))
+        assert changelogs == sorted(f"interop-kspark-{store}-changelog" for store in buildTopology().storeBuilders())
+        internal = [t for t in internal if t not in changelogs]
         assert len(internal) == 1 and internal[0].endswith("-repartition"), internal
         repartition = internal[0]
         javaRepartition = "interop-java-change-" + repartition.removeprefix("interop-kspark-")  # Kafka's generated name

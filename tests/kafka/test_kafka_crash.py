@@ -133,8 +133,11 @@ def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_wit
     committed, so nothing is written twice."""
     topics = load(kafkaBroker)
     marker = tmp_path / "committed"
-    env = {**os.environ, "KSPARK_TEST_STALL_AFTER_COMMIT": str(marker),
-           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    # the run's own Python processes (not this pytest process's fork server, whose workers were
+    # not started with the fault): without the worker launcher and fork server a session here left
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "KSPARK_FORK_SERVER")}
+    env.update({"KSPARK_TEST_STALL_AFTER_COMMIT": str(marker),
+                "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])})
     proc = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2", env=env)
     deadline = time.time() + 240
     while not marker.exists():

@@ -129,6 +129,10 @@ def test_a_store_directory_deleted_between_batches_is_restored_from_the_changelo
         assert records.num_rows > 0
         assert all(dict(decodeHeaders(h)).get("kspark.checkpoint") for h in records.column("headers").to_pylist())
     shutil.rmtree(stores)  # between the last batch of one run and the first of the next
+    # a stopped application's stores, read without the local stores: restored from the changelogs
+    _, firstHalf = driverRun(topology(), EVENTS[:200])
+    assert storesOf(KafkaStreams(topology(), props, spark=spark)) == firstHalf
+    assert not stores.exists()
 
     produce(topics, "events", EVENTS[200:])
     produce(topics, "profiles", PROFILES[-3:])  # the profiles tasks run (and restore) too

@@ -62,16 +62,22 @@ def readCheckpointedStore(spark, store, checkpoint: str, batchId: int | None, ta
     return store
 
 
-def persistentStoreView(streams, storeName: str, partitions: list[int] | None = None):
+def persistentStoreView(streams, storeName: str, partitions: list[int] | None = None, restoreMissing: bool = False):
     """A read-only view of store ``storeName`` over the local stores of its tasks (those of
     ``partitions``; None: all), as of the last committed micro-batch; None when the store is
     not persistent (it is in the checkpoint value). The view's ``close()`` releases the
     databases.
 
+    With ``restoreMissing`` (``checkpointedStore``, which reads a whole store anyway), a task
+    whose local store is not on this machine (a cluster's executors, a deleted directory) has
+    it restored from its changelog (and, on local topics, its latest snapshot) into a temporary
+    directory, as the task itself would restore it.
+
     Raises
     ------
     InvalidStateStoreException
-        If the tasks' local stores are not on this machine (``kspark.store.dir``).
+        Without ``restoreMissing``, if a task's local store is not on this machine
+        (``kspark.store.dir``), naming the task and the changelog it restores from.
     """
     topology, config = streams._topology, streams._config
     sub = subtopologyOf(topology, storeName)
@@ -80,32 +86,81 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     probe = topology.storeBuilders()[storeName].build(config.defaultKeySerde(), config.defaultValueSerde())
     if not makePersistent(probe):
         return None
-    storeDir = streams._storeDir()
-    if storeDir is None:
-        raise InvalidStateStoreException(
-            f"Cannot read store {storeName}: the tasks' local stores are on the executors (kspark.store.dir is not set "
-            "and the master is not local). Set kspark.store.dir to a directory the driver can read.")
     stateDir = streams._stateDir()
     checkpoint = f"subtopology-{sub.id}"
     committed = lastCommittedBatch(stateDir, checkpoint)
     checkpointId = (stateDir.readJson(f"{checkpoint}/metadata") or {}).get("id")
-    plan = next((p for p in streams._plans if p["subtopology"].id == sub.id), None)
-    numTasks = plan["numTasks"] if plan is not None else 1 + max(
-        (int(n.split("_")[1]) for n in os.listdir(storeDir) if n.startswith(f"{sub.id}_")), default=-1)
-    tasks = list(range(numTasks) if partitions is None else partitions)
-    paths = [os.path.join(storeDir, f"{sub.id}_{p}") for p in tasks]
-    changelog = plan["changelogs"].get(storeName) if plan is not None else None
-    if committed is not None and changelog is not None:
-        missing = [f"{sub.id}_{p}" for p, path in zip(tasks, paths) if not os.path.isfile(os.path.join(path, "CURRENT"))
-                   and streams._topics.partitionsFor(changelog) and streams._topics.endOffset(changelog, p) > 0]
-        if missing:
-            raise InvalidStateStoreException(
-                f"Cannot read store {storeName}: the local store of task(s) {', '.join(missing)} is not in {storeDir} "
-                f"(deleted, or on another machine); a task restores it from {changelog} when it next runs.")
-    return _viewOf(probe)(storeName, paths,
+    plans = streams._plans or streams._plan()
+    plan = next(p for p in plans if p["subtopology"].id == sub.id)
+    tasks = list(range(plan["numTasks"]) if partitions is None else partitions)
+    storeDir = streams._storeDir()
+    paths = {p: os.path.join(storeDir, f"{sub.id}_{p}") if storeDir else None for p in tasks}
+    changelog = plan["changelogs"].get(storeName)
+    missing = [p for p, path in paths.items() if committed is not None and changelog is not None
+               and (path is None or not os.path.isfile(os.path.join(path, "CURRENT")))
+               and streams._topics.partitionsFor(changelog) and streams._topics.endOffset(changelog, p) > 0]
+    restoredDir = None
+    if missing and not restoreMissing:
+        where = storeDir or "the executors' temporary directories (kspark.store.dir is not set, the master is not local)"
+        raise InvalidStateStoreException(
+            f"Cannot read store {storeName}: the local store of task(s) {', '.join(f'{sub.id}_{p}' for p in missing)} "
+            f"is not in {where} (deleted, or on another machine); a task restores it from {changelog} when it next "
+            "runs. KafkaStreams.checkpointedStore restores it itself.")
+    if missing:
+        restoredDir = tempfile.mkdtemp(prefix="kspark-restored-")
+        metas = _checkpointMetas(streams, plan, checkpoint, committed)
+        for p in missing:
+            paths[p] = _restoreTaskStore(streams, plan, storeName, changelog, p, checkpointId, committed,
+                                         metas.get(p), os.path.join(restoredDir, f"{sub.id}_{p}"))
+    view = _viewOf(probe)(storeName, [path for path in paths.values() if path is not None],
                           lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
                                                                              config.defaultValueSerde()),
                           checkpointId, committed)
+    view._restoredDir = restoredDir
+    return view
+
+
+def _checkpointMetas(streams, plan: dict, checkpoint: str, committed: int) -> dict[int, dict | None]:
+    """Each task's (partition's) stores' meta (observed stream times...) from its checkpoint
+    value at batch ``committed``, read with Spark's state data source."""
+    rows = (streams._session().read.format("statestore").option("path", streams._stateDir().path(checkpoint))
+            .option("stateVarName", "task").option("batchId", committed).load().select("key.task", "value.blob").collect())
+    return {plan["taskOfKey"][row.task]: pickle.loads(row.blob).get("storeMeta", {}) for row in rows}
+
+
+def _restoreTaskStore(streams, plan: dict, storeName: str, changelog: str, partition: int, checkpointId: str,
+                      committed: int, metas: dict | None, path: str) -> str:
+    """Restore task ``partition``'s store ``storeName`` as of batch ``committed`` into ``path``."""
+    import json
+
+    from ..state._persistent import PersistentTaskState
+    from ..state._rocksdb import _STORE_META
+    from ..state._restore import restoreStores
+    from ..state._snapshots import restoreSnapshot
+    from ..topics import LocalTopics
+
+    config = streams._config
+    store = streams._topology.storeBuilders()[storeName].build(config.defaultKeySerde(), config.defaultValueSerde())
+    makePersistent(store)
+    meta = (metas or {}).get(storeName)
+    if meta is not None:
+        store._metaRestore(meta)
+    state = PersistentTaskState({storeName: store}, {storeName: changelog}, path,
+                                config.get("kspark.store.memory.bytes"), 0)
+    taskId = f"{plan['subtopology'].id}_{partition}"
+    try:
+        state.open(checkpointId, None)
+        local = isinstance(streams._topics, LocalTopics)
+        offsets = (restoreSnapshot(state, str(streams._topics.root), plan["applicationId"], taskId, checkpointId,
+                                   committed + 1) if local else {})
+        restoreStores(state, streams._topics, partition, checkpointId, committed + 1, localTopics=local, taskId=taskId,
+                      startOffsets=offsets)
+        state.restored(checkpointId, None)
+        if meta is not None:
+            state.db.write([(_STORE_META + storeName.encode("utf-8"), json.dumps(meta).encode())])
+    finally:
+        state.close()
+    return path
 
 
 class _TaskStoresView:
@@ -139,11 +194,15 @@ class _TaskStoresView:
     def name(self) -> str:
         return self._storeName
 
+    _restoredDir = None  # local stores restored for this view (persistentStoreView's restoreMissing)
+
     def close(self) -> None:
         for db in self._dbs:
             db.close()
         self._dbs = []
         shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._restoredDir is not None:
+            shutil.rmtree(self._restoredDir, ignore_errors=True)
 
 
 class _TaskKeyValueView(_TaskStoresView, MergedKeyValueView):

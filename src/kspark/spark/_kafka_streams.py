@@ -250,8 +250,11 @@ class KafkaStreams:
 
     def checkpointedStore(self, storeName: str):
         """The contents of store ``storeName`` over all tasks, as of the last committed micro-batch,
-        read from the checkpoint (Spark's ``statestore`` reader), as a store of its kind
-        (``KeyValueStore``, ``WindowStore`` or ``SessionStore``).
+        as a read-only store of its kind (key-value, window or session reads): read from the
+        tasks' local stores (a task's store that is not on this machine, e.g. on a cluster's
+        executor, is restored from its changelog into a temporary directory first); a store kept
+        in the checkpoint value (a global store) from Spark's checkpoint (its ``statestore``
+        reader).
 
         For inspection after or between runs; values of KTable stores are ``ValueAndTimestamp``.
         While the application runs, ``store()`` gives Kafka's read-only views.
@@ -266,7 +269,7 @@ class KafkaStreams:
         sub = subtopologyOf(self._topology, storeName)
         if sub is None:
             raise ValueError(f"The topology has no store named {storeName}")
-        view = persistentStoreView(self, storeName)
+        view = persistentStoreView(self, storeName, restoreMissing=True)
         if view is not None:
             return view
         builder = self._topology.storeBuilders()[storeName]
