@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ._changelog import (ChangelogRecord, changelogTopic, changelogTopicConfig, decodeSessionKey, keyValueRecord,
                          restoreValueAndTimestamp, sessionRecord, timestampedKeyValueRecord)
-from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, prefixEnd, storePrefix
+from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, copyStoreFiles, prefixEnd, storePrefix
 from ._stores import (_IMMUTABLE, KeyValueIterator, KeyValueStore, SessionStore, TimestampedKeyValueStore,
                       ValueAndTimestamp, _Frozen)
 
@@ -133,6 +133,17 @@ def _valueBytes(store, value) -> bytes:
     return b"" if data is None else bytes(data)
 
 
+def _encodeStored(store, stored, timestamped: bool) -> tuple[bytes, int | None]:
+    """(database value, changelog timestamp or None) of a stored value: a timestamped store's
+    ``ValueAndTimestamp`` as ``ValueAndTimestampSerializer`` writes it (8-byte big-endian
+    timestamp, then the value), any other value as its serde's bytes."""
+    if type(stored) is ValueAndTimestamp:
+        if timestamped:
+            return _LONG.pack(stored[1]) + _valueBytes(store, stored[0]), stored[1]
+        return _valueBytes(store, stored), stored[1]
+    return _valueBytes(store, stored), None
+
+
 def _orderedLong(value: int) -> bytes:
     """8 bytes whose unsigned order is the signed order of ``value`` (offset by 2**63)."""
     return _ULONG.pack(value + _SIGN)
@@ -187,12 +198,7 @@ class PersistentKeyValueStore(KeyValueStore):
         return key, _storedValue(self, raw)
 
     def _encode(self, stored) -> tuple[bytes, int | None]:
-        """(database value, changelog timestamp or None) of a stored value."""
-        if type(stored) is ValueAndTimestamp:
-            if self._timestamped:
-                return _LONG.pack(stored[1]) + _valueBytes(self, stored[0]), stored[1]
-            return _valueBytes(self, stored), stored[1]
-        return _valueBytes(self, stored), None
+        return _encodeStored(self, stored, self._timestamped)
 
     def _metaSnapshot(self):
         """What the task checkpoint keeps of this store (its entries are in the database)."""
@@ -729,22 +735,10 @@ class PersistentTaskState:
     def replaceWith(self, snapshot: str) -> None:
         """Replace the database by a copy of the snapshot directory ``snapshot`` and reopen it
         (its table files are linked where the filesystems allow: RocksDB never changes them)."""
-        import shutil
-
         self.db.close()
         TaskStateDB.destroy(self.path)
         os.makedirs(self.path)
-        for name in os.listdir(snapshot):
-            if name == "snapshot.json":
-                continue
-            source, copy = os.path.join(snapshot, name), os.path.join(self.path, name)
-            if name.endswith((".sst", ".blob")):
-                try:
-                    os.link(source, copy)
-                    continue
-                except OSError:
-                    pass
-            shutil.copy2(source, copy)
+        copyStoreFiles(snapshot, self.path, skip=("snapshot.json",))
         self.db = TaskStateDB(self.path, self.memoryBytes)
         for name, store in self.stores.items():
             store._attach(_Backend(self.db, name))

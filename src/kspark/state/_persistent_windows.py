@@ -22,8 +22,8 @@ from typing import Any
 from ._changelog import (ChangelogRecord, decodeWindowKey, restoreValueAndTimestamp, timestampedWindowRecord,
                          windowRecord)
 from ._join_stores import DuplicatesWindowStore
-from ._persistent import (_ABSENT, _LEN, _LONG, _MISSING, _ULONG, WorkingSet, _Changes, _fromOrderedLong,
-                          _orderedLong, _storedValue, _valueBytes, registerPersistent)
+from ._persistent import (_ABSENT, _LEN, _LONG, _MISSING, _ULONG, WorkingSet, _Changes, _encodeStored, _fromOrderedLong,
+                          _orderedLong, _storedValue, registerPersistent)
 from ._rocksdb import prefixEnd
 from ._stores import _IMMUTABLE, KeyValueIterator, ValueAndTimestamp, WindowStore
 from ._window import TimeWindow, Windowed
@@ -43,12 +43,8 @@ def _ol(value: int) -> bytes:
 
 
 def _encode(store, stored) -> tuple[bytes, int | None]:
-    """(database and changelog value, changelog timestamp or None) of a stored value."""
-    if type(stored) is ValueAndTimestamp:
-        if store.timestamped:
-            return _LONG.pack(stored[1]) + _valueBytes(store, stored[0]), stored[1]
-        return _valueBytes(store, stored), stored[1]
-    return _valueBytes(store, stored), None
+    """(database value, changelog timestamp or None) of a stored value."""
+    return _encodeStored(store, stored, store.timestamped)
 
 
 def _decode(store, raw: bytes):

@@ -33,7 +33,7 @@ from typing import Iterator
 
 log = logging.getLogger("kspark.state")
 
-__all__ = ["TaskStateDB", "storePrefix", "prefixEnd"]
+__all__ = ["TaskStateDB", "copyStoreFiles", "storePrefix", "prefixEnd"]
 
 _META = b"\x00meta"
 _PENDING = b"\x00pend"
@@ -88,6 +88,23 @@ def _options(memoryBytes: int):
     return options
 
 
+def copyStoreFiles(source: str, target: str, skip: tuple[str, ...] = ()) -> None:
+    """Copy the files of a RocksDB directory (a checkpoint or snapshot) into ``target`` (which
+    exists): table files as hard links where both are on one filesystem (RocksDB never changes
+    a table file), the others (MANIFEST, CURRENT, OPTIONS, which RocksDB rewrites) as copies."""
+    for name in os.listdir(source):
+        if name in skip:
+            continue
+        original, copy = os.path.join(source, name), os.path.join(target, name)
+        if name.endswith((".sst", ".blob")):
+            try:
+                os.link(original, copy)
+                continue
+            except OSError:
+                pass
+        shutil.copy2(original, copy)
+
+
 class TaskStateDB:
     """The RocksDB database of one task (see the module docstring).
 
@@ -119,7 +136,10 @@ class TaskStateDB:
         deadline = time.monotonic() + lockTimeoutS
         while True:
             try:
-                self.db = rocksdict.Rdict(path, _options(memoryBytes))
+                # column_families={}: without it, rocksdict reopens an existing database with the
+                # options stored in it, not these (its block cache was RocksDB's default 8 MB, and
+                # its tables had no bloom filters)
+                self.db = rocksdict.Rdict(path, _options(memoryBytes), column_families={})
                 break
             except Exception as e:  # noqa: BLE001 - rocksdict raises a plain Exception
                 if "lock" not in str(e).lower() or time.monotonic() > deadline:

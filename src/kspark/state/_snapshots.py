@@ -26,6 +26,7 @@ import shutil
 import uuid
 
 from ._persistent import PersistentTaskState
+from ._rocksdb import copyStoreFiles
 from ._restore import batchOf
 
 log = logging.getLogger("kspark.state")
@@ -82,15 +83,7 @@ def maybeSnapshot(state: PersistentTaskState, topics, topicsRoot: str, applicati
     try:
         state.db.checkpointTo(local)
         os.makedirs(temporary)
-        for name in os.listdir(local):
-            source, copy = os.path.join(local, name), os.path.join(temporary, name)
-            if name.endswith((".sst", ".blob")):  # immutable table files: a link where both are on one filesystem
-                try:
-                    os.link(source, copy)
-                    continue
-                except OSError:
-                    pass
-            shutil.copy2(source, copy)
+        copyStoreFiles(local, temporary)
         with open(os.path.join(temporary, "snapshot.json"), "w") as f:
             json.dump({"checkpoint": checkpointId, "batch": batchId - 1, "version": version, "offsets": offsets}, f)
         shutil.rmtree(target, ignore_errors=True)

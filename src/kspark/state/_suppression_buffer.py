@@ -17,7 +17,6 @@ suppressed table's serdes, else the task's defaults, as Kafka's ``setSerdesIfNul
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..serialization import Serde
 
