@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import threading
+import uuid
 from collections import defaultdict
 from typing import Any, Mapping
 
@@ -354,6 +355,9 @@ class KafkaStreams:
         globalSubs = topology.globalSubtopologies()
         globalTopics = [physical[t] for t in topology.globalTopics()]
         builders = topology.storeBuilders()
+        # a worker's cached task (spark._task_processor._LIVE_TASKS) serves only the run that built
+        # it: the next run may bring another topology (an added store) over the same committed state
+        runId = uuid.uuid4().hex
         plans = []
         for sub in _upstreamFirst(topology.subtopologies()):
             numTasks = max(counts[t] for t in sub.sourceTopics)
@@ -368,6 +372,7 @@ class KafkaStreams:
                 "storeMemoryBytes": self._config.get(StreamsConfig.STORE_MEMORY_BYTES_CONFIG),
                 "storeCacheEntries": self._config.get(StreamsConfig.STORE_CACHE_MAX_ENTRIES_CONFIG),
                 "applicationId": self._appId,
+                "runId": runId,
                 # every task runs the global stores' nodes too (kspark.runtime.global_state)
                 "subtopology": Subtopology(sub.id, sub.nodes + [n for g in globalSubs for n in g.nodes], stores),
                 "storeBuilders": {n: b for n, b in topology.storeBuilders().items() if n in stores},

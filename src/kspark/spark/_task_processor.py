@@ -36,7 +36,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from ..runtime.record_queue import RawRecordColumns
-from ..runtime.stream_task import ProducedColumns, ProducedRecord, StreamTask, encodeHeaders
+from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..state._persistent import PersistentTaskState, makePersistent
 from ..state._restore import restoreStores
 from ..state._snapshots import maybeSnapshot, restoreSnapshot
@@ -59,8 +59,10 @@ _VERSION_SCHEMA = StructType([StructField("version", StringType())])
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
 # write gets a fresh random version; a cached task is used only if its version is the one in
 # Spark's committed state (otherwise: another worker ran the task, a batch was retried, or this
-# is another run or checkpoint), else the task is rebuilt from the state.
-_LIVE_TASKS: dict[tuple, tuple[str, StreamTask]] = {}
+# is another checkpoint) and by the same run (``plan["runId"]``: a restarted application may bring
+# a topology with another store or processor over the same committed state), else the task is
+# rebuilt from the state.
+_LIVE_TASKS: dict[tuple, tuple[tuple[str, str], StreamTask]] = {}
 
 
 class TaskStatefulProcessor(StatefulProcessor):
@@ -91,7 +93,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         version = versionRow[0] if versionRow else None
         # taken out while the batch runs: a failed batch must not leave a half-processed task behind
         cached = _LIVE_TASKS.pop(cacheKey, None)
-        fresh = cached is None or version is None or cached[0] != version
+        fresh = cached is None or version is None or cached[0] != (plan["runId"], version)
         if not fresh:
             task = cached[1]
         else:
@@ -163,9 +165,8 @@ class TaskStatefulProcessor(StatefulProcessor):
             newVersion = uuid.uuid4().hex
             flushing = time.perf_counter()
             if stores is not None:  # the stores' changes: pending in the local store, and to the changelogs
-                task.produced.extend(ProducedRecord(topic, partition, timestamp, key, value, headers)
-                                     for topic, key, value, timestamp, headers
-                                     in stores.flush(newVersion, batchId, task.partitionGroup.streamTime, checkpointId))
+                task.produced.extend(_changelogColumns(
+                    stores.flush(newVersion, batchId, task.partitionGroup.streamTime, checkpointId), partition))
             produced = task.drainProducedChunks()
             metrics = task.metrics.encoded()
             task.metrics.clear()
@@ -180,7 +181,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             stored = time.perf_counter()
 
             out = _outputFrame(produced, metrics, positions, stager)
-            _LIVE_TASKS[cacheKey] = (newVersion, task)
+            _LIVE_TASKS[cacheKey] = ((plan["runId"], newVersion), task)
         except BaseException:
             if stager is not None:
                 stager.abort()
@@ -328,6 +329,41 @@ def _producedParts(produced: list) -> Iterator[tuple[str, int, pa.Table]]:
         yield topicNames[code // width], code % width, part
 
 
+def _encodedHeaders(headers: list) -> list:
+    """``encodeHeaders`` of each record's headers, each distinct headers tuple encoded once (every
+    changelog record of a batch carries the same one)."""
+    memo: dict = {}
+    out = []
+    for h in headers:
+        try:
+            encoded = memo.get(h)
+            if encoded is None and h not in memo:
+                encoded = memo[h] = encodeHeaders(h)
+        except TypeError:  # a header value that does not hash (a bytearray)
+            encoded = encodeHeaders(h)
+        out.append(encoded)
+    return out
+
+
+def _changelogColumns(records: list, partition: int) -> list:
+    """``ProducedColumns`` per changelog topic of a batch's changelog records (``(topic, key,
+    value, timestamp, headers)`` tuples, in order per topic): the sink takes columns without a
+    tuple per record."""
+    byTopic: dict[str, list] = {}
+    for record in records:
+        byTopic.setdefault(record[0], []).append(record)
+    out = []
+    for topic, rows in byTopic.items():
+        _, keys, values, timestamps, headers = zip(*rows)
+        n = len(rows)
+        if None in timestamps:  # a record Kafka logs without a timestamp: its producer stamps the time it sends it
+            now = int(time.time() * 1000)
+            timestamps = [now if t is None else t for t in timestamps]
+        out.append(ProducedColumns(topic, np.full(n, partition, np.int64), np.array(timestamps, np.int64),
+                                   pa.array(keys, pa.binary()), pa.array(values, pa.binary()), list(headers)))
+    return out
+
+
 def _runs(produced: list) -> list:
     """``produced`` as a list of ``ProducedColumns`` and lists of consecutive ``ProducedRecord``s."""
     runs: list = []
@@ -346,14 +382,14 @@ def _columnsOf(run, topicIndex: dict[str, int]) -> tuple[pa.Table, np.ndarray, n
     run; ``topicIndex`` numbers the topics in order of appearance."""
     if type(run) is ProducedColumns:
         n = len(run.timestamps)
-        headers = (pa.array([encodeHeaders(h) for h in run.headers], pa.binary()) if run.headers is not None
+        headers = (pa.array(_encodedHeaders(run.headers), pa.binary()) if run.headers is not None
                    and any(run.headers) else pa.nulls(n, pa.binary()))
         table = pa.table([pa.array(run.timestamps, pa.int64()), run.keys, run.values, headers], schema=RECORD_SCHEMA)
         return (table, np.full(n, topicIndex.setdefault(run.topic, len(topicIndex)), np.int64),
                 np.asarray(run.partitions, np.int64))
     # one list per column (zip(*run) would build six huge tuples and set off the GC)
     topicCol, partitionCol, tsCol, keyCol, valueCol, headerCol = (list(map(itemgetter(i), run)) for i in range(6))
-    headerCol = [encodeHeaders(h) for h in headerCol] if any(headerCol) else [None] * len(run)
+    headerCol = _encodedHeaders(headerCol) if any(headerCol) else [None] * len(run)
     table = pa.table([pa.array(tsCol, pa.int64()), pa.array(keyCol, pa.binary()), pa.array(valueCol, pa.binary()),
                       pa.array(headerCol, pa.binary())], schema=RECORD_SCHEMA)
     partitionArray = pa.array(partitionCol, pa.int64())
