@@ -621,8 +621,9 @@ class StreamsConfig:
     that finds no store there restores it from its changelog topics)."""
     STORE_MEMORY_BYTES_CONFIG = "kspark.store.memory.bytes"
     """The bound of RocksDB's memory in each Python worker (block cache and memtables, shared by
-    the task stores it opens), in bytes; default 128 MiB, at least 1 MiB. Kafka Streams bounds
-    it with a ``rocksdb.config.setter``."""
+    the task stores it opens), in bytes; default 128 MiB, at least 1 MiB. Index and filter blocks
+    are held outside it, as in Kafka Streams' default RocksDB config (about 1.5 bytes per key).
+    Kafka Streams bounds it with a ``rocksdb.config.setter``."""
     STORE_CACHE_MAX_ENTRIES_CONFIG = "kspark.store.cache.max.entries"
     """How many entries a persistent store keeps decoded in Python between micro-batches (the
     ones loaded most recently are kept); default 100,000 per store and task. A micro-batch's own

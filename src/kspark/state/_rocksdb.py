@@ -74,8 +74,11 @@ def _options(memoryBytes: int):
     table = rocksdict.BlockBasedOptions()
     table.set_block_cache(cache)
     table.set_bloom_filter(10, False)  # point reads of absent keys (a new key of an aggregation) skip the files
-    table.set_cache_index_and_filter_blocks(True)
-    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    # Index and filter blocks stay with the table readers, outside the block cache, as with Kafka
+    # Streams' default RocksDBConfig (about 1.5 bytes per key). In the cache, a file's full filter
+    # block (3.7 MB for 2.5M keys) outgrew a cache shard (capacity / 64): it was read from the file
+    # again by every get, 230 us instead of 7 (bench/README.md round 18, P5 at 10M keys).
+    table.set_cache_index_and_filter_blocks(False)
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
     options.set_block_based_table_factory(table)
