@@ -1,8 +1,10 @@
 """``kspark run module:function --config app.properties``: run an application on Spark.
 
 ``function`` (in an importable module, or a ``path/to/file.py``) returns a ``Topology`` (a
-``StreamsBuilder`` is built); it is called without arguments, or with the properties as a dict
-if it requires one argument. The properties file is Kafka's format (``key=value``,
+``StreamsBuilder`` is built); it is called without arguments, or, if it requires one argument,
+with the properties: a dict (``Properties``, with Java's ``put``/``setProperty``/``getProperty``
+too) that ``KafkaStreams`` then gets itself, as Java's ``main`` hands the same object to both, so
+keys the function sets (``properties.put(...)`` in ``buildTopology(properties)``) apply. The properties file is Kafka's format (``key=value``,
 ``key: value`` or ``key value``; ``#``/``!`` comments; ``\\`` continues a line) and holds the
 ``KafkaStreams`` config: ``application.id``, ``state.dir``, ``kspark.*``, ``spark.*``... as
 strings, which ``StreamsConfig`` parses as Kafka does (numbers, booleans, class names).
@@ -28,14 +30,49 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["loadTopology", "main", "readProperties"]
+__all__ = ["Properties", "loadTopology", "main", "readProperties"]
 
 # keys read by kspark's Spark host; applied here so that a properties file may set them
 _PROGRESS, _VERBOSE = "kspark.progress", "kspark.verbose"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-def readProperties(path) -> dict[str, str]:
+class Properties(dict):
+    """The properties ``kspark run`` reads and hands to the application's function, then to
+    ``KafkaStreams``: a dict with ``java.util.Properties``' methods, so that a ported
+    ``buildTopology(Properties props)`` runs line by line."""
+
+    def put(self, key, value):
+        """Set ``key``; returns the previous value or None (Java ``Hashtable.put``)."""
+        previous = self.get(key)
+        self[key] = value
+        return previous
+
+    setProperty = put
+
+    def putIfAbsent(self, key, value):
+        """Set ``key`` unless it has a value; returns the value it had, or None."""
+        previous = self.get(key)
+        if previous is None:
+            self[key] = value
+        return previous
+
+    def putAll(self, other) -> None:
+        self.update(other)
+
+    def getProperty(self, key, defaultValue=None):
+        """The value of ``key`` if it is a string, else ``defaultValue`` (Java ``Properties.getProperty``)."""
+        value = self.get(key)
+        return value if isinstance(value, str) else defaultValue
+
+    def containsKey(self, key) -> bool:
+        return key in self
+
+    def remove(self, key):
+        return self.pop(key, None)
+
+
+def readProperties(path) -> Properties:
     """Read a Java/Kafka ``.properties`` file into ``{key: value}`` (strings).
 
     Raises
@@ -44,7 +81,7 @@ def readProperties(path) -> dict[str, str]:
         If the file cannot be read.
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
-    props: dict[str, str] = {}
+    props = Properties()
     logical = ""
     for raw in lines:
         line = raw.lstrip()
@@ -88,6 +125,10 @@ def _unescape(text: str) -> str:
 def loadTopology(target: str, props: dict[str, Any]):
     """Import ``module:function`` (or ``file.py:function``) and call it: the application's ``Topology``.
 
+    A function that requires one argument gets ``props`` itself, not a copy: what it sets there
+    is what ``KafkaStreams`` gets (Java's ``buildTopology(props)`` then ``new KafkaStreams(topology,
+    props)``).
+
     Raises
     ------
     SystemExit
@@ -116,7 +157,7 @@ def loadTopology(target: str, props: dict[str, Any]):
         raise SystemExit(f"kspark run: {modulePart} has no function {function!r}")
     required = [p for p in inspect.signature(factory).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    topology = factory(dict(props)) if required else factory()
+    topology = factory(props) if required else factory()
     if isinstance(topology, StreamsBuilder):
         topology = topology.build()
     if not isinstance(topology, Topology):
@@ -140,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    props = readProperties(args.config) if args.config else {}
+    props = readProperties(args.config) if args.config else Properties()
     verbose = args.verbose or props.pop(_VERBOSE, "false").strip().lower() == "true"
     progress = args.progress or props.pop(_PROGRESS, None)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
