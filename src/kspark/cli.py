@@ -166,7 +166,8 @@ def loadTopology(target: str, props: dict[str, Any]):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kspark", description="Run a kspark application on Spark.")
+    parser = argparse.ArgumentParser(prog="kspark", description="Run a kspark application on Spark; "
+                                     "create, fill and read its topics.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run module:function's topology", description=__doc__.split("\n\n")[0])
     run.add_argument("target", metavar="module:function", help="a function returning the Topology")
@@ -176,11 +177,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--picture", metavar="FILE", help="after the run, write the topology's picture with the run's counters")
     run.add_argument("--progress", choices=("auto", "rich", "plain", "none"), help="progress view (default: auto)")
     run.add_argument("-v", "--verbose", action="store_true", help="show Spark's INFO logs and everything the JVM prints")
+    from .cli_topics import addParser
+
+    addParser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "topics":
+        from .cli_topics import run as topics
+
+        return topics(args)
     props = readProperties(args.config) if args.config else Properties()
     verbose = args.verbose or props.pop(_VERBOSE, "false").strip().lower() == "true"
     progress = args.progress or props.pop(_PROGRESS, None)
