@@ -4,15 +4,22 @@
 ``StreamsBuilder`` is built); it is called without arguments, or, if it requires one argument,
 with the properties: a dict (``Properties``, with Java's ``put``/``setProperty``/``getProperty``
 too) that ``KafkaStreams`` then gets itself, as Java's ``main`` hands the same object to both, so
-keys the function sets (``properties.put(...)`` in ``buildTopology(properties)``) apply. The properties file is Kafka's format (``key=value``,
-``key: value`` or ``key value``; ``#``/``!`` comments; ``\\`` continues a line) and holds the
+keys the function sets (``properties.put(...)`` in ``buildTopology(properties)``) apply. The
+properties file is Kafka's format (``key=value``, ``key: value`` or ``key value``; ``#``/``!``
+comments; ``\\`` continues a line) and holds the
 ``KafkaStreams`` config: ``application.id``, ``state.dir``, ``kspark.*``, ``spark.*``... as
 strings, which ``StreamsConfig`` parses as Kafka does (numbers, booleans, class names).
 
 The run shows kspark's progress view and ends with its summary. Ctrl-C stops the queries
 cleanly (exit status 130): the checkpoint in ``state.dir`` stays intact and the same command
-resumes where the run stopped. ``--describe`` prints ``Topology.describe()``, ``--describe
-FILE`` writes its picture (``.dot``, ``.svg``, ``.png``) instead of running.
+resumes where the run stopped. A failed run prints kspark's error (for a processor exception the
+task, processor, topic, partition and offset) and the application's traceback once
+(:func:`failureReport`), then the summary; Spark's own traces only with ``-v``. ``--describe``
+prints ``Topology.describe()``, ``--describe FILE`` writes its picture (``.dot``, ``.svg``,
+``.png``) instead of running.
+
+``kspark topics create|produce|consume|list|describe`` (``kspark.cli_topics``) puts records into
+topics and reads them, as Kafka's console tools do.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Properties", "loadTopology", "main", "readProperties"]
+__all__ = ["Properties", "failureReport", "loadTopology", "main", "readProperties"]
 
 # keys read by kspark's Spark host; applied here so that a properties file may set them
 _PROGRESS, _VERBOSE = "kspark.progress", "kspark.verbose"
@@ -165,6 +172,64 @@ def loadTopology(target: str, props: dict[str, Any]):
     return topology
 
 
+_KSPARK_ERROR = re.compile(r"^kspark\.errors\.\w+: (.*)$", re.MULTILINE)
+_CAUSED = "\nThe above exception was the direct cause of the following exception:\n"
+_FRAME = re.compile(r'^  File "([^"]*)", line \d+, in .*$')
+_SPARK_DETAIL = re.compile(r"\n(=== Streaming Query ===|JVM stacktrace:|\tat )")
+
+
+def _internalFile(path: str) -> bool:
+    """Whether a traceback frame is in kspark's or pyspark's own code (not the application's)."""
+    roots = [str(Path(__file__).resolve().parent) + os.sep]
+    spec = importlib.util.find_spec("pyspark")  # its location (only kspark.spark imports pyspark)
+    if spec is not None and spec.origin:
+        roots.append(str(Path(spec.origin).resolve().parent) + os.sep)
+    try:
+        resolved = str(Path(path).resolve())
+    except OSError:
+        return False
+    return resolved.startswith(tuple(roots))
+
+
+def _userTraceback(block: str) -> str:
+    """A Python traceback without the frames of kspark and pyspark (all of it if none is left)."""
+    lines = block.strip("\n").splitlines()
+    kept, frames, skip = [lines[0]], 0, False
+    for line in lines[1:]:
+        m = _FRAME.match(line)
+        if m is not None:
+            skip = _internalFile(m.group(1))
+            frames += not skip
+        elif not line.startswith("    "):
+            skip = False  # the exception's own lines
+        if not skip:
+            kept.append(line)
+    return "\n".join(kept if frames else lines)
+
+
+def failureReport(error: BaseException | str, verbose: bool = False) -> str:
+    """What ``kspark run`` prints when the run fails: kspark's error (for a processor exception
+    Kafka's "Exception caught in process. taskId=..., processor=..., topic=..., partition=...,
+    offset=..." with the exception), then the application's traceback without kspark's and
+    Spark's frames, once, from the failure Spark reports (whose text holds each of them several
+    times, with the query's plan). Verbose: Spark's whole report follows."""
+    text = str(error)
+    found = _KSPARK_ERROR.search(text)
+    if found is None:  # not a record's failure: Spark's message without the plan and the JVM's stack
+        cut = _SPARK_DETAIL.search(text)
+        report = [text[:cut.start()] if cut is not None else text]
+    else:
+        head = re.match(r"The streams application \S+ failed: ", text)
+        report = [(head.group(0) if head is not None else "") + found.group(1)]
+        start = text.find("Traceback (most recent call last):")
+        cause = text.find(_CAUSED, start)
+        if 0 <= start < found.start() and 0 <= cause < found.start():
+            report.append(_userTraceback(text[start:cause]))
+    report.append("(Spark's report of the failure: kspark run -v)" if not verbose
+                  else "Spark's report of the failure:\n" + text)
+    return "\n".join(line.rstrip() for line in report)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kspark", description="Run a kspark application on Spark; "
                                      "create, fill and read its topics.")
@@ -209,15 +274,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"wrote {path}")
         return 0
-    return _run(topology, props, args.picture)  # StreamsConfig parses Kafka's string values
+    return _run(topology, props, args.picture, verbose)  # StreamsConfig parses Kafka's string values
 
 
-def _run(topology, config: dict[str, str], picture: str | None) -> int:
-    from .errors import StreamsException
+def _run(topology, config: dict[str, str], picture: str | None, verbose: bool = False) -> int:
     from .spark import _quiet
     from .spark._kafka_streams import KafkaStreams
 
     _quiet.detachJvm = True  # Ctrl-C goes to this process only (see _stop)
+    _quiet.reportingFailures = True  # a failure is printed once, below, not by each of Spark's loggers
     stop = threading.Event()
 
     def onSigint(signum, frame):  # first Ctrl-C: stop cleanly; a second one interrupts at once
@@ -236,13 +301,14 @@ def _run(topology, config: dict[str, str], picture: str | None) -> int:
         while not stop.is_set():
             if streams.awaitTermination(0.5):
                 break
-    except StreamsException as e:
+    except Exception as e:  # noqa: BLE001 - StreamsException, or Spark's StreamingQueryException
         failure = e
+        # first, before the summary: what failed, where, and the application's traceback
+        print(f"kspark run: {failureReport(e, verbose)}", file=sys.stderr, flush=True)
     finally:
         streams.close()  # stops the queries; the live view ends and the summary is printed
         signal.signal(signal.SIGINT, previous)
     if failure is not None:
-        print(f"kspark run: {failure}", file=sys.stderr)
         return 1
     if picture:
         print(f"wrote {topology.describe().render(picture, streams.metrics())}")

@@ -101,6 +101,10 @@ def test_run_hands_kafka_streams_the_properties_the_topology_function_set(tmp_pa
             pass
 
     monkeypatch.setattr(host, "KafkaStreams", Streams)
+    from kspark.spark import _quiet
+
+    for flag in ("detachJvm", "reportingFailures"):  # kspark run sets them for its process: undone after the test
+        monkeypatch.setattr(_quiet, flag, getattr(_quiet, flag))
     monkeypatch.chdir(tmp_path)
     assert main(["run", "tumbling:buildTopology", "--config", "app.properties"]) == 0
     import tumbling
