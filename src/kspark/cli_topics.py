@@ -87,8 +87,8 @@ class _Failure(Exception):
 
 def run(args) -> int:
     """Run a parsed ``kspark topics`` command; returns the exit status."""
-    from .errors import ConfigException
-    from .topics import TopicExistsException, UnknownTopicOrPartitionException
+    from .errors import ConfigException, StreamsException
+    from .topics import OffsetOutOfRangeException, TopicExistsException, UnknownTopicOrPartitionException
 
     try:
         config = _config(args)
@@ -100,7 +100,8 @@ def run(args) -> int:
         with topics:
             return {"create": _create, "list": _list, "describe": _describe, "produce": _produce,
                     "consume": _consume}[args.action](topics, config, args)
-    except (TopicExistsException, UnknownTopicOrPartitionException, ConfigException, _Failure, ValueError) as e:
+    except (TopicExistsException, UnknownTopicOrPartitionException, OffsetOutOfRangeException, StreamsException,
+            ConfigException, _Failure, ValueError) as e:  # Kafka unreachable: StreamsException naming the servers
         print(f"kspark topics: {e}", file=sys.stderr)
         return 1
 

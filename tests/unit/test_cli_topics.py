@@ -113,6 +113,9 @@ def test_errors_name_what_is_wrong(tmp_path, capsys, monkeypatch):
     assert (status, err) == (1, "kspark topics: unknown --property parse.keys for produce; known: parse.key, "
                                 "parse.timestamp, key.separator, null.marker\n")
     status, out, err = kspark(capsys, monkeypatch, "topics", "consume", "--topics-dir", d, "--topic", "n",
+                              "--partition", "0", "--offset", "-5", "--timeout-ms", "0")
+    assert (status, err) == (1, "kspark topics: Offset -5 for n-0 is negative\n")
+    status, out, err = kspark(capsys, monkeypatch, "topics", "consume", "--topics-dir", d, "--topic", "n",
                               "--value-serde", "Nope", "--timeout-ms", "0")
     assert status == 1 and err.startswith("kspark topics: --value-serde Nope: not a serde (")
 
