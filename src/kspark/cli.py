@@ -289,8 +289,14 @@ def _run(topology, config: dict[str, str], picture: str | None, verbose: bool = 
         stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
+    from .errors import ConfigException
+
+    try:
+        streams = KafkaStreams(topology, config)
+    except ConfigException as e:  # e.g. "Invalid url in bootstrap.servers: ..." (checked by the clients)
+        print(f"kspark run: {e}", file=sys.stderr)
+        return 1
     previous = signal.signal(signal.SIGINT, onSigint)
-    streams = KafkaStreams(topology, config)
     failure = None
     try:
         streams.start()

@@ -117,3 +117,16 @@ def test_run_hands_kafka_streams_the_properties_the_topology_function_set(tmp_pa
     assert (streamsConfig.get("statestore.cache.max.bytes"), streamsConfig.get("commit.interval.ms")) == (0, 5)
     assert config.put("x", 1) is None and config.put("x", 2) == 1 and config.putIfAbsent("x", 3) == 2
     assert config.getProperty("x", "d") == "d" and config.getProperty("application.id") == "tumbling"
+
+
+def test_run_reports_an_invalid_bootstrap_servers_address_in_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 36 item 9: the addresses are checked when KafkaStreams creates its clients, as Kafka's
+    clients check them; kspark run prints that error, not a traceback. No Spark starts."""
+    from kspark.cli import main
+    from kspark.spark import _quiet
+
+    for flag in ("detachJvm", "reportingFailures"):
+        monkeypatch.setattr(_quiet, flag, getattr(_quiet, flag))
+    (tmp_path / "app.properties").write_text(f"application.id=x\nbootstrap.servers=dummy config\nstate.dir={tmp_path}\n")
+    assert main(["run", f"{EXAMPLE}:buildTopology", "--config", str(tmp_path / "app.properties")]) == 1
+    assert capsys.readouterr().err == "kspark run: Invalid url in bootstrap.servers: dummy config\n"
