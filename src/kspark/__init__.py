@@ -41,7 +41,7 @@ _EXPORTS = {
         "Record", "RecordMetadata", "TimestampExtractor", "UsePartitionTimeOnInvalidTimestamp",
         "WallclockTimestampExtractor",
     ),
-    ".serialization": ("Serde", "Serdes",),
+    ".serialization": ("Deserializer", "Serde", "Serdes", "Serializer"),
     ".state": (
         "KeyValueStore", "QueryableStoreTypes", "SessionStore", "StoreQueryParameters", "Stores",
         "ValueAndTimestamp", "VersionedKeyValueStore", "VersionedRecord", "WindowStore",
@@ -118,7 +118,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs (test_public_api
         UsePartitionTimeOnInvalidTimestamp,
         WallclockTimestampExtractor,
     )
-    from .serialization import Serde, Serdes
+    from .serialization import Deserializer, Serde, Serdes, Serializer
     from .state import (
         KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp,
         VersionedKeyValueStore, VersionedRecord, WindowStore,

@@ -491,10 +491,19 @@ _ISO_DURATION = re.compile(r"[-+]?P(?:([-+]?[0-9]+)D)?(?:T(?=[-+0-9])(?:([-+]?[0
 
 
 def _bootstrapServers(key: str, servers: list) -> list:
-    """``ClientUtils.parseAndValidateAddresses`` without the DNS lookup."""
+    """What Kafka's ``StreamsConfig`` checks of ``bootstrap.servers``: no empty entry. The
+    addresses themselves are checked when a client is created (``_validAddresses``)."""
     for url in servers:
         if not url:
             raise ConfigException(f"Configuration '{key}' values must not be empty.")
+    return servers
+
+
+def _validAddresses(servers: list) -> list:
+    """``ClientUtils.parseAndValidateAddresses`` without the DNS lookup: what Kafka's clients
+    check when they are created, not ``StreamsConfig`` (a TopologyTestDriver test's
+    ``"dummy config"`` is accepted, as in Kafka)."""
+    for url in servers:
         m = _HOST_PORT.fullmatch(url)
         if m is None:
             raise ConfigException(f"Invalid url in bootstrap.servers: {url}")
@@ -597,7 +606,9 @@ class StreamsConfig:
     ``kspark.repartition.before.stateful.process``. With ``bootstrap.servers`` the Kafka backend
     also applies ``processing.guarantee``, ``replication.factor``, the client keys
     (:meth:`clientConfigs`) and ``topic.*`` (:meth:`topicConfigs`); without it they have no
-    effect and are logged as such. Every other Kafka key is accepted and logged once (logger
+    effect and are logged as such. The addresses in ``bootstrap.servers`` are checked when a
+    client is created (``KafkaStreams(...)``), as Kafka's clients check them: a
+    ``TopologyTestDriver`` takes ``"dummy config"``. Every other Kafka key is accepted and logged once (logger
     ``kspark.config``) with the reason it changes nothing on Spark. An unknown ``spark.*`` key is
     a WARNING with a did-you-mean (Spark ignores unknown keys).
 
@@ -831,6 +842,10 @@ class StreamsConfig:
         ------
         ValueError
             For another ``kind``.
+        ConfigException
+            If an address in ``bootstrap.servers`` is not ``host:port`` with a port up to 65535
+            (``"Invalid url in bootstrap.servers: dummy config"``): Kafka checks them when a
+            client is created (``new KafkaStreams(...)``), not in ``StreamsConfig``.
         """
         if kind not in self.CLIENT_KINDS:
             raise ValueError(f"kind must be one of {self.CLIENT_KINDS}, not {kind!r}")
@@ -878,8 +893,8 @@ class StreamsConfig:
                         del props[key]
                     else:
                         props[key] = forced
-        if self.usesKafka():
-            props["bootstrap.servers"] = ",".join(self._values["bootstrap.servers"])
+        if self.usesKafka():  # checked here, as Kafka's clients check it when they are created
+            props["bootstrap.servers"] = ",".join(_validAddresses(self._values["bootstrap.servers"]))
         if kind == "consumer" and self.get(self.APPLICATION_ID_CONFIG):
             props["group.id"] = self.get(self.APPLICATION_ID_CONFIG)
             props["allow.auto.create.topics"] = "false"

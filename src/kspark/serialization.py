@@ -13,7 +13,7 @@ import struct
 import uuid as _uuid
 from typing import Any
 
-__all__ = ["Serde", "SerializationException", "Serdes"]
+__all__ = ["Deserializer", "Serde", "SerializationException", "Serdes", "Serializer"]
 
 
 class SerializationException(Exception):
@@ -71,8 +71,89 @@ def javaSerializerName(serde: Any) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
-class Serde:
-    """A serializer/deserializer pair. ``serialize(topic, data)`` / ``deserialize(topic, data)``.
+_UNSET = object()
+
+
+class _Closeable:
+    """``configure``/``close`` and ``with`` (Java's try-with-resources over a ``Closeable``)."""
+
+    def configure(self, configs: dict, isKey: bool) -> None:
+        """Kafka's ``configure(Map configs, boolean isKey)``; the built-in ones need nothing."""
+
+    def close(self) -> None:
+        """Kafka's ``close()``: releases nothing for the built-in ones, which stay usable after it
+        (as Kafka's do); may be called more than once."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, excType, exc, tb) -> bool:
+        self.close()
+        return False
+
+
+class Serializer(_Closeable):
+    """Kafka ``org.apache.kafka.common.serialization.Serializer``: ``serialize(topic, data)`` or
+    ``serialize(topic, headers, data)`` (Java's overloads, told apart by the argument count) give
+    ``bytes`` (``None`` for ``None``). ``close()`` and ``with`` as Java's ``Closeable``.
+    Subclass it and override ``serialize(topic, data)``."""
+
+    def serialize(self, topic: str | None, data: Any, *headersForm) -> bytes | None:
+        raise NotImplementedError
+
+
+class Deserializer(_Closeable):
+    """Kafka ``org.apache.kafka.common.serialization.Deserializer``: ``deserialize(topic, data)``
+    or ``deserialize(topic, headers, data)`` (told apart by the argument count) read ``bytes``
+    (``None`` gives ``None``). ``close()`` and ``with`` as Java's ``Closeable``. Subclass it and
+    override ``deserialize(topic, data)``."""
+
+    def deserialize(self, topic: str | None, data: bytes | None, *headersForm) -> Any:
+        raise NotImplementedError
+
+
+class _SerdeSerializer(Serializer):
+    """``serde.serializer()``: the serde's write half."""
+
+    def __init__(self, serde: "Serde") -> None:
+        self.serde = serde
+        self.javaSerializer = javaSerializerName(serde)
+
+    def __repr__(self) -> str:
+        return f"{self.serde!r}.serializer()"
+
+    def serialize(self, topic, data, *headersForm):
+        if headersForm:  # serialize(topic, headers, data)
+            (data,) = headersForm
+        return self.serde.serialize(topic, data)
+
+    def close(self) -> None:
+        self.serde.close()
+
+
+class _SerdeDeserializer(Deserializer):
+    """``serde.deserializer()``: the serde's read half."""
+
+    def __init__(self, serde: "Serde") -> None:
+        self.serde = serde
+
+    def __repr__(self) -> str:
+        return f"{self.serde!r}.deserializer()"
+
+    def deserialize(self, topic, data, *headersForm):
+        if headersForm:  # deserialize(topic, headers, data)
+            (data,) = headersForm
+        return self.serde.deserialize(topic, data)
+
+    def close(self) -> None:
+        self.serde.close()
+
+
+class Serde(_Closeable):
+    """A serializer/deserializer pair (Kafka ``Serde``). ``serialize(topic, data)`` /
+    ``deserialize(topic, data)``; ``serializer()`` / ``deserializer()`` give the two halves as
+    Kafka's ``Serializer`` / ``Deserializer`` (what ``createInputTopic`` / ``createOutputTopic``
+    take in ported tests); ``close()`` and ``with`` as Java's ``Closeable``.
 
     ``None`` maps to ``None`` in both directions (Kafka's null handling).
     """
@@ -84,6 +165,16 @@ class Serde:
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Any:
         raise NotImplementedError
+
+    def serializer(self) -> Serializer:
+        """Kafka ``Serde.serializer()``: a ``Serializer`` whose ``serialize(topic, data)`` is this
+        serde's."""
+        return _SerdeSerializer(self)
+
+    def deserializer(self) -> Deserializer:
+        """Kafka ``Serde.deserializer()``: a ``Deserializer`` whose ``deserialize(topic, bytes)``
+        is this serde's."""
+        return _SerdeDeserializer(self)
 
     def __repr__(self) -> str:
         return f"Serdes.{self.name}()"
@@ -299,8 +390,24 @@ class _FunctionSerde(Serde):
 
     name = "serdeFrom"
 
-    def __init__(self, serialize, deserialize) -> None:
+    def __init__(self, serialize, deserialize, serializer=None, deserializer=None) -> None:
         self._serialize, self._deserialize = serialize, deserialize
+        self._serializer, self._deserializer = serializer, deserializer  # the objects given, if any
+
+    def serializer(self) -> Serializer:
+        """The serializer given to ``serdeFrom`` (Kafka's ``WrapperSerde``), or one calling the function."""
+        return self._serializer if self._serializer is not None else _SerdeSerializer(self)
+
+    def deserializer(self) -> Deserializer:
+        """The deserializer given to ``serdeFrom``, or one calling the function."""
+        return self._deserializer if self._deserializer is not None else _SerdeDeserializer(self)
+
+    def close(self) -> None:
+        """Closes the serializer and deserializer given to ``serdeFrom`` (Kafka's ``WrapperSerde.close``)."""
+        for part in (self._serializer, self._deserializer):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
 
     def __repr__(self) -> str:
         return f"Serdes.serdeFrom({self._serialize!r}, {self._deserialize!r})"
@@ -648,4 +755,6 @@ class Serdes:
             raise TypeError("serializer must not be null")
         if not callable(deserialize):
             raise TypeError("deserializer must not be null")
-        return _FunctionSerde(serialize, deserialize)
+        return _FunctionSerde(serialize, deserialize,
+                              serializerOrType if serialize is not serializerOrType else None,
+                              deserializer if deserialize is not deserializer else None)

@@ -175,3 +175,29 @@ def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_cre
                     "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                     "sasl.username": "alice", "sasl.password": "s3cret"}
     assert isinstance(KafkaTopics({"bootstrap.servers": "127.0.0.1:1"}), KafkaTopics)
+
+
+def test_kspark_topics_cli_on_kafka(kafkaBroker, capsys, monkeypatch):
+    """Issue 36 item 13: ``kspark topics ... --bootstrap-server`` creates, fills and reads a Kafka
+    topic; a plain Kafka consumer reads the records at Kafka's partitions for their keys (DP-2)."""
+    import io
+
+    from kspark.cli import main
+    from kspark.runtime.partitioner import partitionForKey
+
+    server = ["--bootstrap-server", kafkaBroker.bootstrapServers]
+    assert main(["topics", "create", *server, "--topic", "cli-words", "--partitions", "3"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("1000\ta\t{\"n\": 1}\n2000\tb\t{\"n\": 2}\n"))
+    assert main(["topics", "produce", *server, "--topic", "cli-words", "--property", "parse.key=true",
+                 "--property", "parse.timestamp=true"]) == 0
+    assert main(["topics", "list", *server]) == 0
+    capsys.readouterr()
+    assert main(["topics", "consume", *server, "--topic", "cli-words", "--from-beginning", "--max-messages", "2",
+                 "--property", "print.key=true", "--property", "print.partition=true"]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(out.splitlines()) == [f'Partition:{partitionForKey(b"a", 3)}\ta\t{{"n":1}}',
+                                        f'Partition:{partitionForKey(b"b", 3)}\tb\t{{"n":2}}']
+    assert err == "Processed a total of 2 messages\n"
+    read = {p: consumerRead(kafkaBroker.bootstrapServers, "cli-words", p) for p in range(3)}
+    assert [(p, r[1:4]) for p in range(3) for r in read[p]] == sorted(
+        [(partitionForKey(b"a", 3), (1000, b"a", b'{"n":1}')), (partitionForKey(b"b", 3), (2000, b"b", b'{"n":2}'))])

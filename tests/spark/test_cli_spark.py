@@ -116,3 +116,51 @@ def test_accumulator_server_drops_only_the_jvms_hang_up(spark, capsys):
         assert "ValueError: The value of the provided token to the AccumulatorServer is not correct." in wrong
     finally:
         server.shutdown()
+
+
+SPORT_APP = '''from kspark import StreamsBuilder
+
+
+def check(value):
+    if "ball" not in value:
+        raise RuntimeError("Sport event missing required 'ball' field")
+    return value
+
+
+def buildTopology(properties):
+    builder = StreamsBuilder()
+    builder.stream("events").mapValues(check).to("checked")
+    return builder.build()
+'''
+
+
+def test_a_failed_run_prints_ksparks_error_first_and_once(tmp_path):
+    """Issue 36 item 12: a processor exception on Spark printed 696 lines with 13 tracebacks, the
+    useful line at line 633. stderr now holds kspark's error (processor, topic, partition,
+    offset) and the application's traceback, once; Spark's traces only with -v."""
+    from kspark import Serdes
+
+    (tmp_path / "sportapp.py").write_text(SPORT_APP)
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("events", 1)
+    topics.createTopic("checked", 1)
+    json = Serdes.JSON()
+    topics.produce("events", [(b"a", json.serialize("events", {"ball": 1}), 1),
+                              (b"b", json.serialize("events", {"sport": "golf"}), 2)], partitioner=lambda k, n: 0)
+    config = tmp_path / "app.properties"
+    config.write_text(f"application.id=sport\nkspark.topics.dir={tmp_path / 'topics'}\nstate.dir={tmp_path / 'state'}\n"
+                      "kspark.spark.master=local[1]\nkspark.trigger=availableNow\n")
+    kspark = Path(sys.executable).with_name("kspark")
+    run = subprocess.run([str(kspark), "run", f"{tmp_path / 'sportapp.py'}:buildTopology", "--config", str(config)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    assert run.stderr == (
+        "kspark run: The streams application sport failed: Exception caught in process. taskId=0_0, "
+        "processor=KSTREAM-MAPVALUES-0000000001, topic=events, partition=0, offset=1, "
+        "stacktrace=RuntimeError: Sport event missing required 'ball' field\n"
+        "Traceback (most recent call last):\n"
+        f'  File "{tmp_path / "sportapp.py"}", line 6, in check\n'
+        "    raise RuntimeError(\"Sport event missing required 'ball' field\")\n"
+        "RuntimeError: Sport event missing required 'ball' field\n"
+        "(Spark's report of the failure: kspark run -v)\n"), run.stderr[-3000:]
+    assert "== sport: summary ==" in run.stdout

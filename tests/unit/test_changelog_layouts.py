@@ -24,7 +24,7 @@ import pytest
 
 from kspark.state import _changelog as cl
 
-JAVA_SOURCES = Path(__file__).parent / "java"
+JAVA_SOURCES = Path(__file__).parent / "java" / "changelog"
 CLASS_CACHE = Path.home() / ".cache" / "kspark" / "changelog-layouts"
 APP = "cl"  # the Java program's application.id
 

@@ -61,3 +61,72 @@ def test_describe_prints_the_topology_and_writes_its_dot(tmp_path):
                          capture_output=True, text=True, check=True)
     assert dot.stdout == f"wrote {tmp_path / 't.dot'}\n"
     assert (tmp_path / "t.dot").read_text() == vs.buildTopology().describe().toDot()
+
+
+def test_run_hands_kafka_streams_the_properties_the_topology_function_set(tmp_path, monkeypatch):
+    """Issue 36 item 11: Confluent's tutorials set keys in buildTopology(properties) and Java's main
+    gives the same object to KafkaStreams; kspark run did that with a copy and lost them."""
+    import kspark.spark._kafka_streams as host
+    from kspark import StreamsConfig
+    from kspark.cli import main
+
+    (tmp_path / "tumbling.py").write_text(
+        "from kspark import StreamsBuilder, StreamsConfig, TimestampExtractor\n"
+        "class RatingTime(TimestampExtractor):\n"
+        "    def extract(self, record, partitionTime):\n"
+        "        return record.value()['ts']\n"
+        "seen = []\n"
+        "def buildTopology(properties):\n"
+        "    seen.append(properties)\n"
+        "    properties.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, RatingTime)\n"
+        "    properties.put('statestore.cache.max.bytes', 0)\n"
+        "    properties['commit.interval.ms'] = '5'\n"
+        "    b = StreamsBuilder()\n"
+        "    b.stream(properties.getProperty('application.id') + '-ratings').to('out')\n"
+        "    return b.build()\n")
+    (tmp_path / "app.properties").write_text("application.id=tumbling\n")
+    handed = []
+
+    class Streams:  # KafkaStreams without Spark: what kspark run constructs it with
+        def __init__(self, topology, config):
+            handed.append((topology, config))
+
+        def start(self):
+            pass
+
+        def awaitTermination(self, timeout):
+            return True
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(host, "KafkaStreams", Streams)
+    from kspark.spark import _quiet
+
+    for flag in ("detachJvm", "reportingFailures"):  # kspark run sets them for its process: undone after the test
+        monkeypatch.setattr(_quiet, flag, getattr(_quiet, flag))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "tumbling:buildTopology", "--config", "app.properties"]) == 0
+    import tumbling
+
+    [(topology, config)] = handed
+    assert config is tumbling.seen[0]  # the object the function got, not a copy
+    assert topology.sourceTopics() == ["tumbling-ratings"]
+    streamsConfig = StreamsConfig(config)
+    assert type(streamsConfig.get("default.timestamp.extractor")) is tumbling.RatingTime
+    assert (streamsConfig.get("statestore.cache.max.bytes"), streamsConfig.get("commit.interval.ms")) == (0, 5)
+    assert config.put("x", 1) is None and config.put("x", 2) == 1 and config.putIfAbsent("x", 3) == 2
+    assert config.getProperty("x", "d") == "d" and config.getProperty("application.id") == "tumbling"
+
+
+def test_run_reports_an_invalid_bootstrap_servers_address_in_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 36 item 9: the addresses are checked when KafkaStreams creates its clients, as Kafka's
+    clients check them; kspark run prints that error, not a traceback. No Spark starts."""
+    from kspark.cli import main
+    from kspark.spark import _quiet
+
+    for flag in ("detachJvm", "reportingFailures"):
+        monkeypatch.setattr(_quiet, flag, getattr(_quiet, flag))
+    (tmp_path / "app.properties").write_text(f"application.id=x\nbootstrap.servers=dummy config\nstate.dir={tmp_path}\n")
+    assert main(["run", f"{EXAMPLE}:buildTopology", "--config", str(tmp_path / "app.properties")]) == 1
+    assert capsys.readouterr().err == "kspark run: Invalid url in bootstrap.servers: dummy config\n"

@@ -362,10 +362,12 @@ def test_other_kafka_validators():
 def test_bootstrap_servers():
     assert not StreamsConfig().usesKafka() and not StreamsConfig({"bootstrap.servers": ""}).usesKafka()
     assert StreamsConfig({"bootstrap.servers": "SASL_SSL://broker-1:9093,[::1]:9092"}).usesKafka()
+    # Kafka checks the addresses when a client is created, not in StreamsConfig (issue 36 item 9;
+    # tests/unit/test_port_api_round2.py compares with Kafka)
     with pytest.raises(ConfigException, match="^Invalid url in bootstrap.servers: nohostport$"):
-        StreamsConfig({"bootstrap.servers": "nohostport"})
+        StreamsConfig({"bootstrap.servers": "nohostport"}).clientConfigs("admin")
     with pytest.raises(ConfigException, match="^Invalid port in bootstrap.servers: h:70000$"):
-        StreamsConfig({"bootstrap.servers": "h:70000"})
+        StreamsConfig({"bootstrap.servers": "h:70000"}).clientConfigs("producer")
     with pytest.raises(ConfigException, match="^Configuration 'bootstrap.servers' values must not be empty.$"):
         StreamsConfig({"bootstrap.servers": "a:1,,b:2"})
 

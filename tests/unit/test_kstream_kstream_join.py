@@ -44,7 +44,8 @@ class Join:
         getattr(s1, kind)(s2, TOSTRING_JOINER, windows, streamJoined).to("out", Produced.with_(Serdes.Integer(), Serdes.String()))
         self.topology = b.build()
         self.driver = TopologyTestDriver(self.topology, props or PROPS)
-        self.in1, self.in2 = self.driver.createInputTopic("topic1"), self.driver.createInputTopic("topic2")
+        # as Kafka's tests: createInputTopic(topic, ..., Instant.ofEpochMilli(0L), Duration.ZERO)
+        self.in1, self.in2 = (self.driver.createInputTopic(t, None, None, 0, 0) for t in ("topic1", "topic2"))
         self.out = self.driver.createOutputTopic("out")
 
     def pipe(self, topic, prefix, keys, time=None, step=0):

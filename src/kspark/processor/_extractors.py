@@ -20,17 +20,40 @@ __all__ = [
 log = logging.getLogger("kspark.processor")
 
 
+_UNSET = object()
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
+
+
 class ConsumerRecord:
     """A deserialized input record as handed to a ``TimestampExtractor`` (Kafka ``ConsumerRecord``).
 
+    Built as ``ConsumerRecord(topic, partition, offset, key, value)`` (Java's 5-argument
+    constructor: no timestamp, ``timestamp()`` is -1, Kafka's ``NO_TIMESTAMP``, and no headers;
+    keyword ``key=``/``value=`` without ``timestamp`` is the same form), or
+    ``ConsumerRecord(topic, partition, offset, timestamp, key, value[, headers])`` (kspark's own,
+    with the timestamp in ms, as its record queues build them).
+
     Accessors as in Kafka: ``topic()``, ``partition()``, ``offset()``, ``timestamp()`` (the
     metadata timestamp, CreateTime or LogAppendTime, in ms), ``key()``, ``value()``, ``headers()``.
+
+    Raises
+    ------
+    TypeError
+        If neither form's arguments are all given.
     """
 
     __slots__ = ("_topic", "_partition", "_offset", "_timestamp", "_key", "_value", "_headers")
 
-    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, key: Any, value: Any,
-                 headers: tuple = ()) -> None:
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: Any = _UNSET, key: Any = _UNSET,
+                 value: Any = _UNSET, headers: tuple = ()) -> None:
+        if value is _UNSET or timestamp is _UNSET:  # Kafka's ConsumerRecord(topic, partition, offset, key, value)
+            if timestamp is _UNSET and key is not _UNSET and value is not _UNSET:
+                timestamp = NO_TIMESTAMP  # keywords key= and value=
+            elif value is _UNSET and timestamp is not _UNSET and key is not _UNSET:
+                timestamp, key, value = NO_TIMESTAMP, timestamp, key  # five positional arguments
+            else:
+                raise TypeError("ConsumerRecord() takes (topic, partition, offset, key, value) or "
+                                "(topic, partition, offset, timestamp, key, value[, headers])")
         self._topic, self._partition, self._offset = topic, partition, offset
         self._timestamp, self._key, self._value, self._headers = timestamp, key, value, headers
 

@@ -474,7 +474,9 @@ class _JsonBridge:
     def onQueryTerminated(self, jevent) -> None:
         exception = jevent.exception()
         if exception.isDefined():
-            log.error("query %s failed: %s", jevent.id().toString(), exception.get())
+            # the failure itself reaches the application through awaitTermination (kspark run
+            # prints it once); this is its copy for the debug log
+            log.debug("query %s failed: %s", jevent.id().toString(), exception.get())
         self._listener.progress.onTerminated(jevent.id().toString(), exception.isDefined())
 
     class Java:

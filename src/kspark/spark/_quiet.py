@@ -67,12 +67,30 @@ kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log i
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
 the query's exception anyway."""
 
+FAILURE_NOISE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (ERROR Executor: (\[[^]]*\] )*Exception in task .*"
+                           r"|WARN TaskSetManager: (\[[^]]*\] )*Lost task .*"
+                           r"|ERROR TaskSetManager: (\[[^]]*\] )*Task \d+ in stage \S+ failed \d+ times?; aborting job"
+                           r"|ERROR Utils: (\[[^]]*\] )*Aborting task"
+                           r"|ERROR DataWritingSparkTask: (\[[^]]*\] )*Abort(ing|ed) commit for partition .*"
+                           r"|ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
+                           r"|ERROR MicroBatchExecution: (\[[^]]*\] )*Query .* terminated with error)"
+                           r"|kspark executor \d+ ERROR kspark\.errors: Exception caught (during message processing|while punctuating).*")
+"""What a failed task logs on its way to the query's failure, each record with the whole Python
+traceback and Java stack inside (a processor exception gave 13 tracebacks): the executor, the
+task set, the aborted write, the query terminating, and kspark's own handler log on the
+executor. Dropped with their continuation lines while :data:`reportingFailures` (``kspark run``,
+not verbose), which prints the failure once itself (``kspark.cli.failureReport``)."""
+
+# a line that starts another record: Spark's log4j layout, kspark's executor or driver logs
+RECORD_START = re.compile(r"(\d\d/\d\d/\d\d \d\d:\d\d:\d\d |kspark executor \d+ |(DEBUG|INFO|WARNING|ERROR|CRITICAL) kspark)")
+
 # the stack trace Spark logs after a STOPPING_NOISE line: the exception, its frames, its causes
 STACK_TRACE = re.compile(r"(\tat |\t\.\.\. \d+ more|Caused by: |\tSuppressed: |[\w$.]+(Exception|Error)(: |$))")
 
 _showAll = False  # verbose: the pump passes every line
 _stopped = False  # kspark has stopped queries in this process
 detachJvm = False  # start the JVM in a session of its own (set by kspark run)
+reportingFailures = False  # kspark run reports a failed run itself: drop FAILURE_NOISE (set by kspark run)
 
 
 def silencePandasWarning() -> None:
@@ -190,12 +208,18 @@ def _pump(stream, recent: collections.deque | None = None) -> None:
     blocks once the pipe is full."""
     dropped = False
     trace = False  # in the stack trace of a dropped line
+    failure = False  # in a dropped FAILURE_NOISE record
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         if recent is not None and ("Exception" in line or "Error" in line or recent) and line.strip() \
                 and not line.lstrip().startswith("at "):
             recent.append(line)
         if not _showAll:
+            if failure and not RECORD_START.match(line):
+                continue
+            failure = reportingFailures and FAILURE_NOISE.match(line.rstrip("\n")) is not None
+            if failure:
+                continue
             if trace and STACK_TRACE.match(line):
                 continue
             trace = _expectedWhileStopping(line)

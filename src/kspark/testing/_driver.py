@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from datetime import datetime, timedelta, timezone
 from operator import countOf, itemgetter
@@ -285,15 +286,19 @@ class TopologyTestDriver:
     config : mapping, optional
         Streams configuration (``StreamsConfig`` keys).
     initialWallClockTime : int or datetime, optional
-        The mock wall-clock time in ms (default 0).
+        The mock wall-clock time in ms (an aware ``datetime`` is converted); default now, the
+        machine's clock when the driver is created (Kafka's ``System.currentTimeMillis()``, rule
+        TTD-3). Pass ``0`` for a clock that does not depend on when the test runs.
     """
 
     def __init__(self, topology: Topology, config: Mapping[str, Any] | None = None,
-                 initialWallClockTime: int | datetime = 0) -> None:
+                 initialWallClockTime: int | datetime | None = None) -> None:
         props = {StreamsConfig.APPLICATION_ID_CONFIG: "topology-test-driver", **(config or {})}
         self._config = StreamsConfig(props)
         self._appId = self._config.get(StreamsConfig.APPLICATION_ID_CONFIG)
-        if isinstance(initialWallClockTime, datetime):
+        if initialWallClockTime is None:
+            initialWallClockTime = time.time_ns() // 1_000_000  # TTD-3: Kafka's System.currentTimeMillis()
+        elif isinstance(initialWallClockTime, datetime):
             initialWallClockTime = int(initialWallClockTime.timestamp() * 1000)
         self._wallClock = initialWallClockTime
         self._topology = topology
@@ -322,7 +327,12 @@ class TopologyTestDriver:
                          valueSerializer: Serde | None = None, startTimestamp: int | datetime | None = None,
                          autoAdvance: int | timedelta = 0) -> TestInputTopic:
         """An input topic; ``None`` serdes use ``default.key.serde``/``default.value.serde`` (or the
-        source's serdes when the topic is read by exactly one source with its own serdes)."""
+        source's serdes when the topic is read by exactly one source with its own serdes).
+        ``keySerializer``/``valueSerializer`` may be a ``Serde`` or a ``Serializer``
+        (``Serdes.String().serializer()``). Records piped without a timestamp get the topic's
+        current time: ``startTimestamp`` (ms or an aware ``datetime``), default now, the
+        machine's clock when the topic is created (Kafka's ``Instant.now()``, not the driver's
+        mock wall clock), advanced by ``autoAdvance`` after each such record."""
         q = self._queueOf(topicName) or self._task.queueOf.get(globalQueueKey(topicName, 0))
         if q is None:
             raise ValueError(f"Unknown topic: {topicName}")
@@ -330,13 +340,15 @@ class TopologyTestDriver:
             startTimestamp = int(startTimestamp.timestamp() * 1000)
         return TestInputTopic(
             self, topicName, keySerializer or q._keySerde, valueSerializer or q._valueSerde,
-            self._wallClock if startTimestamp is None else startTimestamp, toMillis(autoAdvance, "autoAdvance"),
+            time.time_ns() // 1_000_000 if startTimestamp is None else startTimestamp,  # Kafka: Instant.now()
+            toMillis(autoAdvance, "autoAdvance"),
         )
 
     def createOutputTopic(self, topicName: str, keyDeserializer: Serde | None = None,
                           valueDeserializer: Serde | None = None) -> TestOutputTopic:
         """An output topic; ``None`` deserializers use the serdes of the sink writing ``topicName``
-        (or of the only ``TopicNameExtractor`` sink), else the defaults."""
+        (or of the only ``TopicNameExtractor`` sink), else the defaults. Each may be a ``Serde``
+        or a ``Deserializer`` (``Serdes.Long().deserializer()``)."""
         sinks = [n for s in self._topology.subtopologies() for n in s.nodes if isinstance(n, SinkNodeSpec)]
         dynamic = [n for n in sinks if n.topic is None]
         sink = next((n for n in sinks if n.topic == topicName), dynamic[0] if len(dynamic) == 1 else None)
