@@ -193,7 +193,11 @@ def _run(topology, config: dict[str, str], picture: str | None) -> int:
         streams.close()  # stops the queries; the live view ends and the summary is printed
         signal.signal(signal.SIGINT, previous)
     if failure is not None:
-        print(f"kspark run: {failure}", file=sys.stderr)
+        from .spark._kafka_streams import SPARK_REPORT
+        from .spark._quiet import isVerbose
+
+        text = str(failure)
+        print(f"kspark run: {text if isVerbose() else text.split(SPARK_REPORT)[0]}", file=sys.stderr)
         return 1
     if picture:
         print(f"wrote {topology.describe().render(picture, streams.metrics())}")

@@ -229,3 +229,31 @@ def test_a_first_batch_offsets_write_interrupted_by_a_kill_does_not_block_the_re
     stateDir.write(leftovers[0], b"{}")
     assert streams._initialOffsets("subtopology-1", options)["in/0"] == 0
     assert os.path.exists(tmp_path / "state" / "app" / leftovers[0])
+
+
+def test_a_corrupt_segment_fails_the_run_with_its_corrupt_record_exception_first(spark, tmp_path, topics):
+    """Issue 37 item 3: a flipped byte in a segment read by a Spark task failed the run with
+    Spark's [STREAM_FAILED] ... [PYTHON_EXCEPTION] trace, the CorruptRecordException buried in it.
+    The error starts with the exception's message (file, topic-partition, offsets); Spark's report
+    follows it."""
+    import pyarrow as pa
+
+    for p in (0, 1):
+        topics.append("in", p, pa.table({"timestamp": list(range(100)), "key": [f"k{i}".encode() for i in range(100)],
+                                         "value": [f'"value-{i:04d}"'.encode() for i in range(100)], "headers": [None] * 100}))
+    segment = tmp_path / "topics" / "in" / "1" / f"{0:020d}.arrow"
+    data = bytearray(segment.read_bytes())
+    data[data.find(b"value-0050") + 6] ^= 1
+    segment.write_bytes(bytes(data))
+    b = StreamsBuilder()
+    b.stream("in").mapValues(lambda v: v).to("out")
+    streams = KafkaStreams(b.build(), props(tmp_path), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsException) as failure:
+        streams.awaitTermination()
+    streams.close()
+    headline, _, report = str(failure.value).partition("\n\nSpark's report: ")
+    assert headline == (f"The streams application app failed: CorruptRecordException: Segment file {segment} of in-1 "
+                        "(offsets 0..99) fails the CRC-32 check of its record batch 0 (offsets 0..99)")
+    assert report.startswith("[STREAM_FAILED]")
+    assert topics.endOffsets("out") == {0: 0, 1: 0}

@@ -26,6 +26,22 @@ __all__ = ["KafkaStreams"]
 log = logging.getLogger("kspark.spark")
 
 
+SPARK_REPORT = "\n\nSpark's report: "
+"""Separates a failed query's cause from Spark's whole report in the message of
+:func:`queryFailure` (``kspark run`` prints what precedes it, all of it with ``-v``)."""
+
+
+def queryFailure(exception: BaseException) -> StreamsException:
+    """A ``StreamsException`` for a failed query: the Python exception that failed it first
+    (``"CorruptRecordException: Segment file ... of prices-1 (offsets ...) fails ..."``,
+    :func:`~kspark.spark._quiet.failureHeadline`), then Spark's report with its traces."""
+    from ._quiet import failureHeadline
+
+    text = str(exception)
+    headline = failureHeadline(text)
+    return StreamsException(text if headline is None else headline + SPARK_REPORT + text)
+
+
 class KafkaStreams:
     """Runs a topology on Spark Structured Streaming (Kafka ``KafkaStreams``).
 
@@ -166,8 +182,13 @@ class KafkaStreams:
             self._thread.join(timeout)
             done = not self._thread.is_alive()
         else:
-            done = all(q.awaitTermination(timeout) if timeout is not None else q.awaitTermination() or True
-                       for q in self._queries)
+            from pyspark.errors import StreamingQueryException
+
+            try:
+                done = all(q.awaitTermination(timeout) if timeout is not None else q.awaitTermination() or True
+                           for q in self._queries)
+            except StreamingQueryException as e:
+                self._error, self._state = queryFailure(e), self.ERROR
         if self._error is not None:
             raise StreamsException(f"The streams application {self._appId} failed: {self._error}") from self._error
         return done
@@ -606,14 +627,16 @@ class KafkaStreams:
                     self._queries.append(query)
                     query.awaitTermination()
                     if query.exception() is not None:
-                        raise StreamsException(str(query.exception()))
+                        raise queryFailure(query.exception())
                     rowsRead += sum(_inputRows(p) for p in query.recentProgress)
                 if not feedback or rowsRead == 0:
                     break
             if self._state == self.RUNNING:
                 self._state = self.NOT_RUNNING
         except BaseException as e:  # noqa: BLE001 - reported by awaitTermination
-            self._error = e
+            from pyspark.errors import StreamingQueryException
+
+            self._error = queryFailure(e) if isinstance(e, StreamingQueryException) else e
             self._state = self.ERROR
 
     def _session(self):

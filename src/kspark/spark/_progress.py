@@ -474,7 +474,11 @@ class _JsonBridge:
     def onQueryTerminated(self, jevent) -> None:
         exception = jevent.exception()
         if exception.isDefined():
-            log.error("query %s failed: %s", jevent.id().toString(), exception.get())
+            from ._quiet import failureHeadline
+
+            text = exception.get()
+            log.error("query %s failed: %s", jevent.id().toString(), failureHeadline(text) or text)
+            log.debug("query %s failed: %s", jevent.id().toString(), text)
         self._listener.progress.onTerminated(jevent.id().toString(), exception.isDefined())
 
     class Java:
