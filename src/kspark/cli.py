@@ -196,7 +196,9 @@ def _run(topology, config: dict[str, str], picture: str | None) -> int:
         from .spark._kafka_streams import SPARK_REPORT
         from .spark._quiet import isVerbose
 
-        text = str(failure)
+        from ._secrets import redact
+
+        text = redact(str(failure))
         print(f"kspark run: {text if isVerbose() else text.split(SPARK_REPORT)[0]}", file=sys.stderr)
         return 1
     if picture:

@@ -35,9 +35,10 @@ def queryFailure(exception: BaseException) -> StreamsException:
     """A ``StreamsException`` for a failed query: the Python exception that failed it first
     (``"CorruptRecordException: Segment file ... of prices-1 (offsets ...) fails ..."``,
     :func:`~kspark.spark._quiet.failureHeadline`), then Spark's report with its traces."""
+    from .._secrets import redact
     from ._quiet import failureHeadline
 
-    text = str(exception)
+    text = redact(str(exception))
     headline = failureHeadline(text)
     return StreamsException(text if headline is None else headline + SPARK_REPORT + text)
 

@@ -268,6 +268,9 @@ def _pump(stream, recent: collections.deque | None = None) -> None:
 
 
 def _write(line: str) -> None:
+    from .._secrets import redact
+
+    line = redact(line)  # a secret of the config is never printed (kspark._secrets)
     for stderr in (sys.stderr, sys.__stderr__):  # a replaced sys.stderr may be closed (pytest's capture)
         try:
             stderr.write(line)

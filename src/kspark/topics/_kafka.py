@@ -91,7 +91,9 @@ def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | N
         except KafkaException as e:
             match = re.search(r'No such configuration property: "([^"]+)"', str(e))
             if match is None:
-                raise ConfigException(f"Invalid {kind} configuration for Kafka: {e}") from None
+                from .._secrets import redact
+
+                raise ConfigException(redact(f"Invalid {kind} configuration for Kafka: {e}")) from None
             if userKeys is None or match.group(1) in userKeys:
                 log.warning("%s config %s is unknown to librdkafka and is ignored", kind, match.group(1))
             conf.pop(match.group(1), None)
