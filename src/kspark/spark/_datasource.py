@@ -1034,7 +1034,9 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
     ----------
     options : mapping of str to str
         The Kafka backend's options (``kafka.producer``, ``kafka.consumer``), ``guarantee``
-        (``at_least_once`` or ``exactly_once_v2``), ``groupId`` and ``transactionalIdPrefix``.
+        (``at_least_once`` or ``exactly_once_v2``), ``groupId``, ``transactionalIdPrefix`` and
+        ``ownerClientId`` (the client id of the driver's group member: a writer fenced while the
+        group has another member fails, :meth:`KafkaSinkWriter._failIfFencedByAnotherInstance`).
     schema : StructType
         The input schema: :data:`SINK_CHUNK_SCHEMA` (``layout=chunks``) or :data:`SINK_SCHEMA`.
 
@@ -1053,6 +1055,7 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         self._exactlyOnce = guarantee == "exactly_once_v2"
         self._groupId = _option(options, "groupId")
         self._prefix = _option(options, "transactionalIdPrefix")
+        self._owner = options.get("ownerClientId") or None
         self._chunks = _sinkLayout(options) == "chunks"
         _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
 
@@ -1068,7 +1071,8 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions)]
         if any(isinstance(part, StagedSegment) for _, _, part in parts):
             raise ValueError("The Kafka sink got staged segments, which only the local-topics sink can commit")
-        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
+        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix,
+                               self._owner)
         written = sink.write(context.partitionId(), checkpointId, batchId,
                              [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
         return KafkaCommitMessage(written, context.partitionId())

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import threading
+import uuid
 from collections import defaultdict
 from typing import Any, Mapping
 
@@ -143,9 +144,14 @@ class KafkaStreams:
         plans = self._plans = self._plan()
         from ._progress import ProgressListener, RunProgress, progressMode
 
-        stateDir = self._stateDir()  # starts Spark
-        self._lock = StateDirLock(stateDir, onLost=self._lockLost)
-        self._lock.acquire()
+        self._joinGroup(plans)  # Kafka: refused while another instance is a member of application.id
+        try:
+            stateDir = self._stateDir()  # starts Spark
+            self._lock = StateDirLock(stateDir, onLost=self._lockLost)
+            self._lock.acquire()
+        except BaseException:
+            self._leaveGroup()
+            raise
         try:
             self._checkCheckpoints(plans)
             self._createInternalTopics(plans)
@@ -160,6 +166,7 @@ class KafkaStreams:
         except BaseException:
             self._lock.release()
             self._lock = None
+            self._leaveGroup()
             raise
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
@@ -221,8 +228,28 @@ class KafkaStreams:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        self._leaveGroup()
         if self._state == self.RUNNING:
             self._state = self.NOT_RUNNING
+
+    def _joinGroup(self, plans: list[dict]) -> None:
+        """On Kafka, join the consumer group ``application.id`` as a member (Kafka Streams'
+        instances are its members), refused while it has another live member
+        (:class:`kspark.topics._kafka.GroupMember`)."""
+        if not self._config.usesKafka():
+            return
+        from ..topics._kafka import GroupMember
+
+        base = self._config.get("client.id") or f"{self._appId}-{uuid.uuid4()}"
+        sources = sorted({t for plan in plans for t in plan["sources"] if t not in plan["globalSources"]})
+        member = GroupMember(self._topics, self._appId, f"{base}-kspark-driver-{uuid.uuid4().hex[:8]}", sources)
+        member.join()
+        self._member = member
+
+    def _leaveGroup(self) -> None:
+        member, self._member = getattr(self, "_member", None), None
+        if member is not None:
+            member.close()
 
     def _lockLost(self, owner) -> None:
         """The state.dir lock was taken over (this instance stalled past its staleness): stop."""
@@ -720,6 +747,8 @@ class KafkaStreams:
         if self._config.usesKafka():
             writer = (writer.option("guarantee", self._config.processingGuarantee()).option("groupId", self._appId)
                       .option("transactionalIdPrefix", name))
+            if getattr(self, "_member", None) is not None:
+                writer = writer.option("ownerClientId", self._member.clientId)
         else:
             writer = writer.option("producer", name)
         writer = (
