@@ -20,8 +20,10 @@ def kafkaBroker(tmp_path_factory):
     its jars; a missing jar fails the test, it is never skipped)."""
     from kspark.testing import KafkaBroker
 
-    # the log cleaner looks for work every 0.5 s, not 15 s (the compacted-topic test)
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"), config={"log.cleaner.backoff.ms": "500"})
+    # the log cleaner looks for work every 0.5 s, not 15 s (the compacted-topic test); a killed
+    # run's group member may time out after 1.5 s, not Kafka's minimum 6 s (the crash tests)
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"), config={"log.cleaner.backoff.ms": "500",
+                                                                   "group.min.session.timeout.ms": "1000"})
     broker.start()
     yield broker
     broker.close()

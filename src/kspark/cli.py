@@ -215,9 +215,13 @@ def failureReport(error: BaseException | str, verbose: bool = False) -> str:
     times, with the query's plan). Verbose: Spark's whole report follows."""
     text = str(error)
     found = _KSPARK_ERROR.search(text)
-    if found is None:  # not a record's failure: Spark's message without the plan and the JVM's stack
+    if found is None:  # not a record's failure: its headline (the Python exception), else Spark's
+        # message without the plan and the JVM's stack
+        from .spark._kafka_streams import SPARK_REPORT
+
         cut = _SPARK_DETAIL.search(text)
-        report = [text[:cut.start()] if cut is not None else text]
+        report = [text.split(SPARK_REPORT)[0] if SPARK_REPORT in text
+                  else text[:cut.start()] if cut is not None else text]
     else:
         head = re.match(r"The streams application \S+ failed: ", text)
         report = [(head.group(0) if head is not None else "") + found.group(1)]
@@ -310,7 +314,9 @@ def _run(topology, config: dict[str, str], picture: str | None, verbose: bool = 
     except Exception as e:  # noqa: BLE001 - StreamsException, or Spark's StreamingQueryException
         failure = e
         # first, before the summary: what failed, where, and the application's traceback
-        print(f"kspark run: {failureReport(e, verbose)}", file=sys.stderr, flush=True)
+        from ._secrets import redact
+
+        print(f"kspark run: {redact(failureReport(e, verbose))}", file=sys.stderr, flush=True)
     finally:
         streams.close()  # stops the queries; the live view ends and the summary is printed
         signal.signal(signal.SIGINT, previous)

@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import Any, Mapping
 
 from . import _config_keys_kafka as _kafka
+from . import _secrets
 from .errors import ConfigException
 
 __all__ = ["StreamsConfig"]
@@ -166,7 +167,8 @@ def _show(value: Any) -> str:
 
 
 def _invalid(key: str, value: Any, reason: str) -> ConfigException:
-    return ConfigException(f"Invalid value {_show(value)} for configuration {key}: {reason}")
+    """Kafka's ``ConfigException`` text; a secret's value shows as ``[hidden]`` (``Password``)."""
+    return ConfigException(f"Invalid value {_secrets.show(key, _show(value))} for configuration {key}: {reason}")
 
 
 def _closest(key: str, candidates) -> str:
@@ -684,6 +686,7 @@ class StreamsConfig:
         for key, value in self._originals.items():
             if not isinstance(key, str):
                 raise ConfigException(f"Invalid configuration key {key!r}: keys are strings")
+            _secrets.register(key, value)  # never printed from now on
             if key.startswith("spark."):
                 _checkSparkKey(key)
                 self._spark[key] = value
@@ -704,7 +707,7 @@ class StreamsConfig:
                 self._values[target] = parsed
             elif self._values[target] != parsed:
                 _log.warning("Both %s and its deprecated name %s are set; %s=%s applies.", target, alias, target,
-                             _show(self._values[target]))
+                             _secrets.show(target, _show(self._values[target])))
         if self.processingGuarantee() == self.EXACTLY_ONCE_V2:  # Kafka's verifyMaxInFlightRequestPerConnection
             for key in ("max.in.flight.requests.per.connection", "producer.max.in.flight.requests.per.connection"):
                 if self._values.get(key, 0) > 5:
@@ -767,7 +770,7 @@ class StreamsConfig:
                 else:
                     reason = ("bootstrap.servers is not set, so kspark reads and writes its local topics "
                               "(kspark.topics.dir), not Kafka")
-            _log.info("Configuration %s=%s has no effect: %s.", key, _show(self._originals[key]), reason)
+            _log.info("Configuration %s=%s has no effect: %s.", key, _secrets.show(key, _show(self._originals[key])), reason)
 
     # ------------------------------------------------------------------ access
     def get(self, key: str) -> Any:

@@ -100,6 +100,18 @@ def finish(proc, timeout=300):
         raise AssertionError(f"the run did not end within {timeout} s:\n{err.decode()[-6000:]}") from None
 
 
+def killAndAwaitSessionTimeout(proc, broker, appId, timeoutS=30):
+    """SIGKILL a run, then wait until its driver's membership of group ``appId`` timed out (its
+    session.timeout.ms): until then a restart is refused as a second instance (issue 37)."""
+    from kspark.topics._kafka import groupMembers
+
+    killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
+    deadline = time.time() + timeoutS
+    while groupMembers({"bootstrap.servers": broker.bootstrapServers}, appId):
+        assert time.time() < deadline, f"group {appId} still has the killed run's member"
+        time.sleep(0.5)
+
+
 def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
     rng = random.Random(seed)
     killed = 0
@@ -108,7 +120,7 @@ def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
         try:
             proc.wait(timeout=rng.uniform(8, 22))  # start-up ~8 s, an uninterrupted run ~35 s
         except subprocess.TimeoutExpired:
-            killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
+            killAndAwaitSessionTimeout(proc, broker, f"crash-{stateDir.parent.name}")
             killed += 1
     final = runner(broker, stateDir, guarantee)
     _, err = finish(final)
@@ -144,9 +156,9 @@ def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_wit
         assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
         assert time.time() < deadline, "no transaction with changelog records committed"
         time.sleep(0.2)
-    killRun(proc)
-    checkpointId, batch = marker.read_text().rsplit(":", 1)
     appId = f"crash-{tmp_path.name}"
+    killAndAwaitSessionTimeout(proc, kafkaBroker, appId)
+    checkpointId, batch = marker.read_text().rsplit(":", 1)
     stores = tmp_path / "state" / appId / "stores"
     assert any(stores.iterdir())
     shutil.rmtree(stores)

@@ -336,6 +336,91 @@ def test_recreated_input_topic_is_read_from_the_reset_position(session, tmp_path
         copyInToOut(session, root, checkpoint, options={"autoOffsetReset": "none"})
 
 
+def _restoreBackup(topics, topic, partition, backup):
+    """Replace the partition's directory by ``backup`` (an older copy, same topic id)."""
+    import shutil
+
+    partDir = topics.root / topic / str(partition)
+    shutil.rmtree(partDir)
+    shutil.copytree(backup, partDir)
+
+
+def test_log_rewritten_under_the_checkpoint_is_read_again_from_the_reset_position(session, tmp_path):
+    """Issue 37 item 2: a partition restored from an older backup (1,500 records, same topic id)
+    then appended 6,000 new records, resumed from a checkpoint that had read 3,000: the 1,500 new
+    records at offsets 1,500..2,999 were never read, without a word. The chain of the manifest
+    line before the checkpointed position no longer matches (Kafka's leader-epoch check, KIP-320),
+    so auto.offset.reset (earliest) applies: every new record is read."""
+    import shutil
+
+    root, checkpoint = str(tmp_path / "topics"), str(tmp_path / "checkpoint")
+    topics = LocalTopics(root)
+    topics.createTopic("in", 1)
+    topics.createTopic("out", 1)
+    topics.append("in", 0, rows(0, 0, 1_500))
+    shutil.copytree(topics.root / "in" / "0", tmp_path / "backup")
+    topics.append("in", 0, rows(0, 1_500, 1_500))
+    copyInToOut(session, root, checkpoint, maxRecords=10_000)
+    assert topics.endOffset("out", 0) == 3_000
+    _restoreBackup(topics, "in", 0, tmp_path / "backup")
+    topics.append("in", 0, rows(0, 10_000, 6_000))
+    copyInToOut(session, root, checkpoint, maxRecords=10_000)
+    assert topics.endOffset("out", 0) == 3_000 + 7_500
+    assert topics.read("out", 0, 3_000, 10_500).drop_columns("offset").to_pydict() == \
+        pa.concat_tables([rows(0, 0, 1_500), rows(0, 10_000, 6_000)]).to_pydict()
+
+
+def test_reader_tells_a_rewritten_log_from_an_appended_one(tmp_path, caplog):
+    """Issue 37 item 2, at the reader: appends keep the chain below a position (no WARNING), a log
+    restored from a backup and appended to again does not: a WARNING naming the offsets read again
+    (earliest) or skipped (latest), or under none Kafka's OffsetOutOfRangeException."""
+    import logging
+    import shutil
+
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("in", 1)
+    topics.append("in", 0, rows(0, 0, 1_500))
+    shutil.copytree(topics.root / "in" / "0", tmp_path / "backup")
+    topics.append("in", 0, rows(0, 1_500, 1_500))
+    options = {"root": str(topics.root), "topics": "in"}
+    reader = TopicsStreamReader(options)
+    checkpointed = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2_000))  # in the middle of a segment
+    assert checkpointed["in/0"] == 2_000 and checkpointed["in/0@chain"] is not None
+    topics.append("in", 0, rows(0, 3_000, 10))
+    with caplog.at_level(logging.WARNING, logger="kspark"):
+        resumed = reader.latestOffset(checkpointed, ReadAllAvailable())
+    assert caplog.records == [] and "in/0@from" not in resumed and resumed["in/0"] == 3_010
+
+    _restoreBackup(topics, "in", 0, tmp_path / "backup")
+    topics.append("in", 0, rows(0, 10_000, 6_000))
+    with caplog.at_level(logging.WARNING, logger="kspark"):
+        resumed = reader.latestOffset(checkpointed, ReadAllAvailable())
+    assert [r.getMessage() for r in caplog.records] == [
+        "The log below offset 2000 was rewritten since it was read up to there (the chain of the manifest line "
+        "holding offset 1999 changed: restored from an older backup, or truncated and appended to again) for in-0: "
+        "reading continues at offset 0 (auto.offset.reset=earliest); offsets 0..1999 are read again"]
+    assert (resumed["in/0@from"], resumed["in/0"]) == (0, 7_500)
+    [planned] = reader.partitions(checkpointed, resumed)
+    read = pa.Table.from_batches(list(reader.read(planned))).filter(pa.compute.field("offset") >= 0)
+    assert read.column("value").to_pylist() == rows(0, 0, 1_500)["value"].to_pylist() + \
+        rows(0, 10_000, 6_000)["value"].to_pylist()
+    # the next batch resumes from the rewritten log's chain: no second WARNING
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kspark"):
+        assert "in/0@from" not in reader.latestOffset(resumed, ReadAllAvailable())
+    assert caplog.records == []
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kspark"):
+        skipped = TopicsStreamReader({**options, "autoOffsetReset": "latest"}).latestOffset(checkpointed, ReadAllAvailable())
+    assert skipped["in/0@from"] == 7_500
+    assert caplog.records[0].getMessage().endswith(
+        "reading continues at offset 7500 (auto.offset.reset=latest); offsets 2000..7499 are skipped")
+    with pytest.raises(OffsetOutOfRangeException, match=r"The log below offset 2000 was rewritten .* for in-0, and the "
+                                                        r"offset reset policy \(auto.offset.reset\) is none"):
+        TopicsStreamReader({**options, "autoOffsetReset": "none"}).latestOffset(checkpointed, ReadAllAvailable())
+
+
 # ---------------------------------------------------------------------- reader and writer without a query
 
 
@@ -373,10 +458,12 @@ def test_reader_offsets_partitions_and_marker_rows(tmp_path):
     topicId = {"a@id": topics.topicId("a")}  # tells a recreated topic from this one
     assert start == {"a/0": 0, "a/1": 0, **topicId}
     assert reader.getDefaultReadLimit() == ReadMaxRows(2)
+    chain = topics.logChains("a", 0, [2, 3])  # of the manifest line holding the record before the position
+    assert chain[2] == chain[3] is not None  # one segment holds offsets 0..2
     assert reader.latestOffset(start, ReadAllAvailable()) == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0,
-                                                              **topicId}
+                                                              "a/0@chain": chain[3], **topicId}
     end = reader.latestOffset(start, ReadMaxRows(2))
-    assert end == {"a/0": 2, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, **topicId}
+    assert end == {"a/0": 2, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, "a/0@chain": chain[2], **topicId}
     planned = reader.partitions(start, end)
     assert planned == [TopicPartitionRange("a", 0, 0, 2, 1), TopicPartitionRange("a", 1, 0, 0, 0)]
 
@@ -505,7 +592,8 @@ def test_reader_under_available_now_stops_at_its_targets(tmp_path):
     reader.prepareForTriggerAvailableNow()
     topics.append("a", 1, rows(1, 0, 2))  # arrives after the targets were taken
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-    assert end == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, "a@id": topics.topicId("a")}
+    assert end == {"a/0": 3, "a/1": 0, "a/0@logEnd": 3, "a/1@logEnd": 0, "a/0@chain": topics.logChains("a", 0, [3])[3],
+                   "a@id": topics.topicId("a")}
     assert reader.latestOffset(end, ReadAllAvailable()) == end  # so the run ends
     # records that arrived after the run started are neither read nor waited for
     assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [0, 0]
@@ -517,7 +605,7 @@ def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag
     topics.append("a", 0, rows(0, 0, 5))
     reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
     end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2))
-    assert end == {"a/0": 2, "a/0@logEnd": 5, "a@id": topics.topicId("a")}
+    assert end == {"a/0": 2, "a/0@logEnd": 5, "a/0@chain": topics.logChains("a", 0, [2])[2], "a@id": topics.topicId("a")}
     topics.append("a", 0, rows(0, 5, 4))  # more data before the batch is (re)planned
     assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [3]
 

@@ -229,3 +229,66 @@ def test_a_first_batch_offsets_write_interrupted_by_a_kill_does_not_block_the_re
     stateDir.write(leftovers[0], b"{}")
     assert streams._initialOffsets("subtopology-1", options)["in/0"] == 0
     assert os.path.exists(tmp_path / "state" / "app" / leftovers[0])
+
+
+def test_a_corrupt_segment_fails_the_run_with_its_corrupt_record_exception_first(spark, tmp_path, topics):
+    """Issue 37 item 3: a flipped byte in a segment read by a Spark task failed the run with
+    Spark's [STREAM_FAILED] ... [PYTHON_EXCEPTION] trace, the CorruptRecordException buried in it.
+    The error starts with the exception's message (file, topic-partition, offsets); Spark's report
+    follows it."""
+    import pyarrow as pa
+
+    for p in (0, 1):
+        topics.append("in", p, pa.table({"timestamp": list(range(100)), "key": [f"k{i}".encode() for i in range(100)],
+                                         "value": [f'"value-{i:04d}"'.encode() for i in range(100)], "headers": [None] * 100}))
+    segment = tmp_path / "topics" / "in" / "1" / f"{0:020d}.arrow"
+    data = bytearray(segment.read_bytes())
+    data[data.find(b"value-0050") + 6] ^= 1
+    segment.write_bytes(bytes(data))
+    b = StreamsBuilder()
+    b.stream("in").mapValues(lambda v: v).to("out")
+    streams = KafkaStreams(b.build(), props(tmp_path), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsException) as failure:
+        streams.awaitTermination()
+    streams.close()
+    headline, _, report = str(failure.value).partition("\n\nSpark's report: ")
+    assert headline == (f"The streams application app failed: CorruptRecordException: Segment file {segment} of in-1 "
+                        "(offsets 0..99) fails the CRC-32 check of its record batch 0 (offsets 0..99)")
+    assert report.startswith("[STREAM_FAILED]")
+    assert topics.endOffsets("out") == {0: 0, 1: 0}
+
+
+def test_a_runs_whole_output_never_holds_a_secret(spark, tmp_path, topics, caplog, capfd):
+    """Issue 37 item 4: values of Kafka's PASSWORD-type keys show as [hidden] in every error,
+    warning, progress line, summary and log line of a run, verbose (the kspark logger at DEBUG,
+    Spark at INFO, the JVM's stderr unfiltered) and failing."""
+    import logging
+
+    import pyarrow as pa
+
+    from kspark.spark import _quiet
+
+    secrets = {"sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" '
+                                   'password="bob-Pl41n-secret";',
+               "ssl.key.password": "key-S3cret-pw", "main.consumer.ssl.truststore.password": "trust-S3cret-pw"}
+    topics.append("in", 0, pa.table({"timestamp": [1, 2], "key": [b'"k"', b'"k"'], "value": [b'"a"', b"not json"],
+                                     "headers": [None, None]}))
+    b = StreamsBuilder()
+    b.stream("in").mapValues(lambda v: v).to("out")
+    _quiet.setVerbose(True)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            streams = KafkaStreams(b.build(), props(tmp_path, **secrets, **{"kspark.progress": "plain"}), spark=spark)
+            streams.start()
+            with pytest.raises(StreamsException) as failure:  # the second record cannot be deserialized
+                streams.awaitTermination()
+            streams.close()
+    finally:
+        _quiet.setVerbose(False)
+    out, err = capfd.readouterr()
+    output = "\n".join([caplog.text, out, err, str(failure.value), str(streams.metrics())])
+    assert "SerializationException" in str(failure.value) and "== app: summary ==" in out  # the run printed its reports
+    assert "Configuration ssl.key.password=[hidden] has no effect" in caplog.text
+    for secret in ("bob-Pl41n-secret", "key-S3cret-pw", "trust-S3cret-pw"):
+        assert secret not in output

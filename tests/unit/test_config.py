@@ -532,3 +532,40 @@ def test_config_pickles_with_resolved_objects():
         "default.value.serde": "Serdes.Long", "deserialization.exception.handler": "LogAndContinueExceptionHandler"})))
     assert config.defaultValueSerde() == Serdes.Long()
     assert type(config.deserializationExceptionHandler()) is LogAndContinueExceptionHandler
+
+
+def test_secret_values_are_hidden_in_errors_and_log_lines(caplog, monkeypatch, capsys):
+    """Issue 37 item 4: values of Kafka's PASSWORD-type keys show as [hidden], as Kafka's
+    Password.toString() does: an invalid ssl.key.password was echoed in the ConfigException,
+    and the INFO line of a key without effect printed sasl.jaas.config whole."""
+    import io
+
+    from kspark import _secrets
+    from kspark.spark import _quiet
+
+    with pytest.raises(ConfigException) as invalid:
+        StreamsConfig({"application.id": "a", "ssl.key.password": 73_311_337})
+    assert str(invalid.value) == ("Invalid value [hidden] for configuration ssl.key.password: "
+                                  "Expected value to be a string, but it was a int")
+    assert "73311337" not in str(invalid.value)
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
+            'password="alice-S3cret-pw";')
+    with caplog.at_level(logging.DEBUG):
+        StreamsConfig({"application.id": "a", "sasl.jaas.config": jaas, "producer.ssl.keystore.password": "ks-S3cret"})
+        assert "Configuration sasl.jaas.config=[hidden] has no effect" in caplog.text
+        assert "Configuration producer.ssl.keystore.password=[hidden] has no effect" in caplog.text
+        # any log line of the process, whoever logs it, and its traceback
+        try:
+            raise RuntimeError("login failed for password alice-S3cret-pw")
+        except RuntimeError:
+            logging.getLogger("some.library").exception("with %s", "ks-S3cret")
+    assert "with [hidden]" in caplog.text and "login failed for password [hidden]" in caplog.text
+    for secret in ("alice-S3cret-pw", "ks-S3cret", "73311337"):
+        assert secret not in caplog.text
+    # the JVM's stderr and the run's failure text
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    _quiet._pump(io.BytesIO(b"26/11/26 18:00:00 WARN NetworkClient: jaas password=alice-S3cret-pw\n"))
+    assert err.getvalue() == "26/11/26 18:00:00 WARN NetworkClient: jaas password=[hidden]\n"
+    assert _secrets.redact(f"sasl.jaas.config={jaas}") == "sasl.jaas.config=[hidden]"
+    assert _secrets.isSecretKey("main.consumer.ssl.truststore.password") and not _secrets.isSecretKey("client.id")

@@ -15,7 +15,7 @@ JVM_STDERR = (
     b"\n"
     b"Streaming TransformWithStateInPandas Python worker Completed execution of UDF: <bound method ...>.\n"
     b"\n"
-    b"26/11/23 20:58:48 ERROR Executor: Exception in task 0.0\n"
+    b"26/11/23 20:58:48 ERROR SparkContext: Error initializing SparkContext.\n"
     b"\n"
     b"Traceback (most recent call last):\n"
 )
@@ -37,7 +37,7 @@ def pumped(monkeypatch, data: bytes) -> str:
 def test_jvm_noise_and_its_blank_lines_are_dropped_everything_else_passes(monkeypatch, quiet):
     _quiet.setVerbose(False)
     assert pumped(monkeypatch, JVM_STDERR) == (
-        "26/11/23 20:58:48 ERROR Executor: Exception in task 0.0\n\nTraceback (most recent call last):\n")
+        "26/11/23 20:58:48 ERROR SparkContext: Error initializing SparkContext.\n\nTraceback (most recent call last):\n")
     _quiet.setVerbose(True)
     assert pumped(monkeypatch, JVM_STDERR) == JVM_STDERR.decode()
 
@@ -82,7 +82,7 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     abort = (b"26/11/23 21:47:33 ERROR WriteToDataSourceV2Exec: Data source write support MicroBatchWrite[epoch: 1, "
              b"writer: w] is aborting.\n")
     monkeypatch.setattr(_quiet, "_stopped", False)
-    assert pumped(monkeypatch, abort) == abort.decode()  # never stopped: a failure's abort stays visible
+    assert pumped(monkeypatch, abort) == ""  # never stopped: a failed query's abort, which kspark reports (issue 37)
     with _quiet.stoppingQueries():
         assert pumped(monkeypatch, abort + abort.replace(b"is aborting", b"aborted")) == ""  # Spark 4.x: "... is aborting." then "... aborted."
     assert pumped(monkeypatch, abort) == ""  # logged after the stop returned (a busy machine)
@@ -113,6 +113,82 @@ def test_a_writer_task_killed_by_a_stop_logs_no_error(monkeypatch, quiet):
               b"26/11/24 19:43:18 ERROR DataWritingSparkTask: Aborted commit for partition 1 (task 34, attempt 0, stage 7.0)\n")
     after = b"kspark executor 4242 WARNING kspark.state: still shown\n"
     monkeypatch.setattr(_quiet, "_stopped", False)
-    assert pumped(monkeypatch, killed) == killed.decode()  # a failure's abort, never stopped: all of it stays
+    assert pumped(monkeypatch, killed + after) == after.decode()  # never stopped: a failed query's, reported by kspark
     with _quiet.stoppingQueries():
         assert pumped(monkeypatch, killed + after) == after.decode()
+
+
+# Spark's stderr when a task of a query failed on a corrupt segment (frames abridged)
+FAILED_TASK = (
+    "26/11/26 17:39:17 ERROR Utils: Aborting task\n"
+    "org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+    "Traceback (most recent call last):\n"
+    '  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf\n'
+    "    run_process()\n"
+    '  File "/src/kspark/topics/_local.py", line 717, in _readSegment\n'
+    '    raise corrupt(f"fails the CRC-32 check of its record batch {i} "\n'
+    "kspark.topics._api.CorruptRecordException: Segment file /t/in/1/00000000000000000000.arrow of in-1 (offsets 0..99) "
+    "fails the CRC-32 check of its record batch 0 (offsets 0..99)\n"
+    " SQLSTATE: 38000\n"
+    "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:1097)\n"
+    "\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+    "26/11/26 17:39:17 ERROR DataWritingSparkTask: Aborting commit for partition 1 (task 3, attempt 0, stage 1.0)\n"
+    "26/11/26 17:39:17 ERROR DataWritingSparkTask: Aborted commit for partition 1 (task 3, attempt 0, stage 1.0)\n"
+    "26/11/26 17:39:17 ERROR Executor: Exception in task 1.0 in stage 1.0 (TID 3)\n"
+    "org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+    "Traceback (most recent call last):\n"
+    '  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf\n'
+    "kspark.topics._api.CorruptRecordException: Segment file /t/in/1/00000000000000000000.arrow of in-1 (offsets 0..99) "
+    "fails the CRC-32 check of its record batch 0 (offsets 0..99)\n"
+    " SQLSTATE: 38000\n"
+    "\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+    "26/11/26 17:39:17 WARN TaskSetManager: [queryId = b7c5c] [batchId = 0] Lost task 1.0 in stage 1.0 (TID 3) (localhost "
+    "executor driver): org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the "
+    "Python worker: Traceback (most recent call last):\n"
+    '  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf\n'
+    "    run_process()\n"
+    "kspark.topics._api.CorruptRecordException: Segment file /t/in/1/00000000000000000000.arrow of in-1 (offsets 0..99) "
+    "fails the CRC-32 check of its record batch 0 (offsets 0..99)\n"
+    " SQLSTATE: 38000\n"
+    "\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+    "\n"
+    "26/11/26 17:39:17 ERROR TaskSetManager: [queryId = b7c5c] [batchId = 0] Task 1 in stage 1.0 failed 1 times; aborting job\n"
+    "26/11/26 17:39:17 WARN TaskSetManager: [queryId = b7c5c] [batchId = 0] Lost task 0.0 in stage 1.0 (TID 2) (localhost "
+    "executor driver): TaskKilled (Stage cancelled: [PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+    "Traceback (most recent call last):\n"
+    '  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf\n'
+    "kspark.topics._api.CorruptRecordException: Segment file /t/in/1/00000000000000000000.arrow of in-1 (offsets 0..99) "
+    "fails the CRC-32 check of its record batch 0 (offsets 0..99)\n"
+    " SQLSTATE: 38000)\n"
+    "26/11/26 17:39:18 ERROR MicroBatchExecution: [queryId = b7c5c] Query exp-b-subtopology-0 [id = b7c5cdfa, runId = "
+    "9f4458de] terminated with error\n"
+    "org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 1.0 failed 1 times\n"
+    "\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+    "kspark executor 4242 WARNING kspark.state: still shown\n"
+)
+CORRUPT = ("CorruptRecordException: Segment file /t/in/1/00000000000000000000.arrow of in-1 (offsets 0..99) fails the "
+           "CRC-32 check of its record batch 0 (offsets 0..99)")
+
+
+def test_a_failed_task_is_one_line_with_its_python_exception_first(monkeypatch, quiet):
+    """Issue 37 item 3: a corrupt segment's CorruptRecordException was buried in Spark's traces
+    (ERROR lines of every layer, each with the whole Python and JVM trace). Unless verbose, the
+    lost task is one line ending with the exception's message, naming the file, topic-partition and
+    offsets; the rest is dropped (the query's failure is reported by kspark, failureHeadline)."""
+    _quiet.setVerbose(False)
+    assert pumped(monkeypatch, FAILED_TASK.encode()) == (
+        "26/11/26 17:39:17 WARN TaskSetManager: [queryId = b7c5c] [batchId = 0] Lost task 1.0 in stage 1.0 (TID 3) "
+        f"(localhost executor driver): {CORRUPT}\n"
+        "kspark executor 4242 WARNING kspark.state: still shown\n")
+    _quiet.setVerbose(True)
+    assert pumped(monkeypatch, FAILED_TASK.encode()) == FAILED_TASK
+
+
+def test_failure_headline_is_the_python_exception_of_sparks_report():
+    query = ("[STREAM_FAILED] Query [id = a65e7416, runId = 9f4458de] terminated with exception: " +
+             FAILED_TASK.split("ERROR Utils: Aborting task\n", 1)[1].split("26/11/26")[0].replace(
+                 " SQLSTATE: 38000\n", " SQLSTATE: 38000 SQLSTATE: XXKST\n", 1) + "=== Streaming Query ===\n")
+    assert _quiet.failureHeadline(query) == CORRUPT
+    assert _quiet.failureHeadline("Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: first\n"
+                                  "second line\n\tat x\n") == "ValueError: first\nsecond line"
+    assert _quiet.failureHeadline("[STREAM_FAILED] java.lang.OutOfMemoryError: Java heap space") is None

@@ -201,6 +201,7 @@ _LAYOUTS = ("records", "chunks", "refs")
 _LATEST = "@logEnd"  # offset-dict suffix: a partition's log end offset when the batch was planned
 _HEARTBEAT = "@heartbeat"  # offset-dict key: planning time (ms), with option heartbeat=true
 _FROM = "@from"  # offset-dict suffix: where a partition's batch starts after a reset (TopicsStreamReader)
+_CHAIN = "@chain"  # offset-dict suffix: Topics.logChains at the partition's position (local topics)
 
 
 def _offsetKey(topic: str, partition: int) -> str:
@@ -386,9 +387,11 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     consumer group ``groupId`` if it has one (Kafka topics, as a Kafka consumer resumes), else
     at the reset policy's position (``auto.offset.reset``: ``earliest``, Kafka Streams' default,
     ``latest``, or ``none``: an error). The same policy applies, with a WARNING naming the
-    offsets skipped, when a checkpointed position is no longer in the log: before the log start
-    (deleted by retention), beyond its end (truncated), or in a topic deleted and created again
-    (its id changed).
+    offsets skipped or read again, when a checkpointed position is no longer in the log: before
+    the log start (deleted by retention), beyond its end (truncated), in a topic deleted and
+    created again (its id changed), or in a local log rewritten below it (restored from an older
+    backup, truncated and appended to again: ``"<topic>/<partition>@chain"``, the chain of the
+    manifest line before the position, no longer matches; Kafka's leader-epoch check, KIP-320).
 
     Parameters
     ----------
@@ -447,6 +450,17 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _topicIds(self) -> dict[str, str]:
         return {f"{t}@id": i for t in self._names if (i := self._topics.topicId(t)) is not None}
+
+    def _logChains(self, offsets: dict) -> dict[str, int]:
+        """``"<topic>/<partition>@chain"`` -> the log's chain at the partition's offset in
+        ``offsets``, where the backend keeps one (local topics: :meth:`LocalTopics.logChains`)."""
+        out = {}
+        for topic, partition in self._partitions:
+            key = _offsetKey(topic, partition)
+            chain = self._topics.logChains(topic, partition, [offsets[key]])[offsets[key]]
+            if chain is not None:
+                out[key + _CHAIN] = chain
+        return out
 
     def _resetPosition(self, topic: str, partition: int, beginning: int, end: int, why: str) -> int:
         policy = self._policy(topic)
@@ -521,10 +535,21 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     why = f"Offset {position} is beyond the log end {ends[partition]} (the log was truncated or recreated)"
                 elif position < beginning:
                     why = f"Offset {position} is before the log start {beginning} (deleted by retention)"
+                elif key + _CHAIN in start and \
+                        self._topics.logChains(topic, partition, [position])[position] != start[key + _CHAIN]:
+                    why = (f"The log below offset {position} was rewritten since it was read up to there (the chain of "
+                           f"the manifest line holding offset {position - 1} changed: restored from an older backup, "
+                           "or truncated and appended to again)")
                 if why is not None:
                     reset = self._resetPosition(topic, partition, beginning, ends[partition], why)
-                    log.warning("%s for %s-%d: reading continues at offset %d (auto.offset.reset=%s)",
-                                why, topic, partition, reset, self._policy(topic))
+                    if reset < position:
+                        what = f"; offsets {reset}..{position - 1} are read again"
+                    elif reset > position:
+                        what = f"; offsets {position}..{reset - 1} are skipped"
+                    else:
+                        what = ""
+                    log.warning("%s for %s-%d: reading continues at offset %d (auto.offset.reset=%s)%s",
+                                why, topic, partition, reset, self._policy(topic), what)
                     resets[key] = position = reset
                 starts[key] = position
         return starts, resets
@@ -554,6 +579,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets = {key: starts[key] + taken[key] for key in ends}
         offsets.update({key + _LATEST: max(latest[key], starts[key]) for key in ends})
         offsets.update({key + _FROM: position for key, position in resets.items()})
+        offsets.update(self._logChains(offsets))
         offsets.update(self._topicIds())
         if self._heartbeat and self._availableNowTargets is None:
             offsets[_HEARTBEAT] = time.time_ns() // 1_000_000  # a new batch every trigger, data or not
@@ -1008,7 +1034,9 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
     ----------
     options : mapping of str to str
         The Kafka backend's options (``kafka.producer``, ``kafka.consumer``), ``guarantee``
-        (``at_least_once`` or ``exactly_once_v2``), ``groupId`` and ``transactionalIdPrefix``.
+        (``at_least_once`` or ``exactly_once_v2``), ``groupId``, ``transactionalIdPrefix`` and
+        ``ownerClientId`` (the client id of the driver's group member: a writer fenced while the
+        group has another member fails, :meth:`KafkaSinkWriter._failIfFencedByAnotherInstance`).
     schema : StructType
         The input schema: :data:`SINK_CHUNK_SCHEMA` (``layout=chunks``) or :data:`SINK_SCHEMA`.
 
@@ -1027,6 +1055,7 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         self._exactlyOnce = guarantee == "exactly_once_v2"
         self._groupId = _option(options, "groupId")
         self._prefix = _option(options, "transactionalIdPrefix")
+        self._owner = options.get("ownerClientId") or None
         self._chunks = _sinkLayout(options) == "chunks"
         _checkSinkSchema(schema, SINK_CHUNK_SCHEMA if self._chunks else SINK_SCHEMA)
 
@@ -1042,7 +1071,8 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions)]
         if any(isinstance(part, StagedSegment) for _, _, part in parts):
             raise ValueError("The Kafka sink got staged segments, which only the local-topics sink can commit")
-        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix)
+        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix,
+                               self._owner)
         written = sink.write(context.partitionId(), checkpointId, batchId,
                              [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
         return KafkaCommitMessage(written, context.partitionId())

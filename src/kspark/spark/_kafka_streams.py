@@ -27,6 +27,23 @@ __all__ = ["KafkaStreams"]
 log = logging.getLogger("kspark.spark")
 
 
+SPARK_REPORT = "\n\nSpark's report: "
+"""Separates a failed query's cause from Spark's whole report in the message of
+:func:`queryFailure` (``kspark run`` prints what precedes it, all of it with ``-v``)."""
+
+
+def queryFailure(exception: BaseException) -> StreamsException:
+    """A ``StreamsException`` for a failed query: the Python exception that failed it first
+    (``"CorruptRecordException: Segment file ... of prices-1 (offsets ...) fails ..."``,
+    :func:`~kspark.spark._quiet.failureHeadline`), then Spark's report with its traces."""
+    from .._secrets import redact
+    from ._quiet import failureHeadline
+
+    text = redact(str(exception))
+    headline = failureHeadline(text)
+    return StreamsException(text if headline is None else headline + SPARK_REPORT + text)
+
+
 class KafkaStreams:
     """Runs a topology on Spark Structured Streaming (Kafka ``KafkaStreams``).
 
@@ -127,9 +144,14 @@ class KafkaStreams:
         plans = self._plans = self._plan()
         from ._progress import ProgressListener, RunProgress, progressMode
 
-        stateDir = self._stateDir()  # starts Spark
-        self._lock = StateDirLock(stateDir, onLost=self._lockLost)
-        self._lock.acquire()
+        self._joinGroup(plans)  # Kafka: refused while another instance is a member of application.id
+        try:
+            stateDir = self._stateDir()  # starts Spark
+            self._lock = StateDirLock(stateDir, onLost=self._lockLost)
+            self._lock.acquire()
+        except BaseException:
+            self._leaveGroup()
+            raise
         try:
             self._checkCheckpoints(plans)
             self._createInternalTopics(plans)
@@ -144,6 +166,7 @@ class KafkaStreams:
         except BaseException:
             self._lock.release()
             self._lock = None
+            self._leaveGroup()
             raise
         self._state = self.RUNNING
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
@@ -167,8 +190,13 @@ class KafkaStreams:
             self._thread.join(timeout)
             done = not self._thread.is_alive()
         else:
-            done = all(q.awaitTermination(timeout) if timeout is not None else q.awaitTermination() or True
-                       for q in self._queries)
+            from pyspark.errors import StreamingQueryException
+
+            try:
+                done = all(q.awaitTermination(timeout) if timeout is not None else q.awaitTermination() or True
+                           for q in self._queries)
+            except StreamingQueryException as e:
+                self._error, self._state = queryFailure(e), self.ERROR
         if self._error is not None:
             raise StreamsException(f"The streams application {self._appId} failed: {self._error}") from self._error
         return done
@@ -200,8 +228,28 @@ class KafkaStreams:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        self._leaveGroup()
         if self._state == self.RUNNING:
             self._state = self.NOT_RUNNING
+
+    def _joinGroup(self, plans: list[dict]) -> None:
+        """On Kafka, join the consumer group ``application.id`` as a member (Kafka Streams'
+        instances are its members), refused while it has another live member
+        (:class:`kspark.topics._kafka.GroupMember`)."""
+        if not self._config.usesKafka():
+            return
+        from ..topics._kafka import GroupMember
+
+        base = self._config.get("client.id") or f"{self._appId}-{uuid.uuid4()}"
+        sources = sorted({t for plan in plans for t in plan["sources"] if t not in plan["globalSources"]})
+        member = GroupMember(self._topics, self._appId, f"{base}-kspark-driver-{uuid.uuid4().hex[:8]}", sources)
+        member.join()
+        self._member = member
+
+    def _leaveGroup(self) -> None:
+        member, self._member = getattr(self, "_member", None), None
+        if member is not None:
+            member.close()
 
     def _lockLost(self, owner) -> None:
         """The state.dir lock was taken over (this instance stalled past its staleness): stop."""
@@ -611,14 +659,16 @@ class KafkaStreams:
                     self._queries.append(query)
                     query.awaitTermination()
                     if query.exception() is not None:
-                        raise StreamsException(str(query.exception()))
+                        raise queryFailure(query.exception())
                     rowsRead += sum(_inputRows(p) for p in query.recentProgress)
                 if not feedback or rowsRead == 0:
                     break
             if self._state == self.RUNNING:
                 self._state = self.NOT_RUNNING
         except BaseException as e:  # noqa: BLE001 - reported by awaitTermination
-            self._error = e
+            from pyspark.errors import StreamingQueryException
+
+            self._error = queryFailure(e) if isinstance(e, StreamingQueryException) else e
             self._state = self.ERROR
 
     def _session(self):
@@ -701,6 +751,8 @@ class KafkaStreams:
         if self._config.usesKafka():
             writer = (writer.option("guarantee", self._config.processingGuarantee()).option("groupId", self._appId)
                       .option("transactionalIdPrefix", name))
+            if getattr(self, "_member", None) is not None:
+                writer = writer.option("ownerClientId", self._member.clientId)
         else:
             writer = writer.option("producer", name)
         writer = (

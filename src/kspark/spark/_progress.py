@@ -474,9 +474,12 @@ class _JsonBridge:
     def onQueryTerminated(self, jevent) -> None:
         exception = jevent.exception()
         if exception.isDefined():
-            # the failure itself reaches the application through awaitTermination (kspark run
-            # prints it once); this is its copy for the debug log
-            log.debug("query %s failed: %s", jevent.id().toString(), exception.get())
+            from . import _quiet
+
+            text = exception.get()
+            if not _quiet.reportingFailures:  # kspark run prints the failure once itself
+                log.error("query %s failed: %s", jevent.id().toString(), _quiet.failureHeadline(text) or text)
+            log.debug("query %s failed: %s", jevent.id().toString(), text)
         self._listener.progress.onTerminated(jevent.id().toString(), exception.isDefined())
 
     class Java:

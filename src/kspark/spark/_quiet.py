@@ -9,7 +9,9 @@ start-up noise.
   modules" warning, and the ``TransformWithStateInPandas`` driver worker's ``print`` lines
   with the blank line after each (Spark copies its Python workers' stdout into the JVM's
   stderr), and Spark's ERROR lines about the micro-batch a stop interrupts
-  (:func:`stoppingQueries`).
+  (:func:`stoppingQueries`), and Spark's ERROR lines repeating a failed query's exception with
+  its whole trace (:data:`QUERY_FAILURE_NOISE`, and under ``kspark run`` :data:`FAILURE_NOISE`):
+  kspark reports the failure once, its Python exception's message first (:func:`failureHeadline`).
 - pyspark's accumulator server does not print the ``EOFError`` of the JVM hanging up its update
   connection at exit (:func:`quietAccumulatorServer`).
 - Spark logs at WARN with kspark's ``log4j2.properties`` (Spark's defaults without the INFO
@@ -86,6 +88,49 @@ RECORD_START = re.compile(r"(\d\d/\d\d/\d\d \d\d:\d\d:\d\d |kspark executor \d+ 
 
 # the stack trace Spark logs after a STOPPING_NOISE line: the exception, its frames, its causes
 STACK_TRACE = re.compile(r"(\tat |\t\.\.\. \d+ more|Caused by: |\tSuppressed: |[\w$.]+(Exception|Error)(: |$))")
+
+# What Spark logs about a query whose task or planning failed: kspark reports the failure itself,
+# from the query's exception, with its cause first (failureHeadline); these lines repeat it in full.
+# Dropped unless verbose; under kspark run, FAILURE_NOISE drops the rest of the failure's records.
+QUERY_FAILURE_NOISE = re.compile(r".* (ERROR Utils: (\[[^]]*\] )*Aborting task"
+                           r"|ERROR DataWritingSparkTask: (\[[^]]*\] )*Abort(ing|ed) commit for partition \d+ .*"
+                           r"|ERROR Executor: (\[[^]]*\] )*Exception in task .*"
+                           r"|ERROR TaskSetManager: (\[[^]]*\] )*Task \d+ in stage [\d.]+ failed \d+ times?; aborting job"
+                           r"|ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
+                           r"|ERROR MicroBatchExecution: (\[[^]]*\] )*Query .* terminated with error)$")
+# a task attempt lost to a Python exception (printed as its first line and the exception's line),
+# or killed because another task of its stage failed (dropped: that failure is reported)
+LOST_TASK = re.compile(r"(.* WARN TaskSetManager: (\[[^]]*\] )*Lost task .*?): "
+                       r"(org\.apache\.spark\.api\.python\.PythonException: \[PYTHON_EXCEPTION\] .*"
+                       r"Traceback \(most recent call last\):|TaskKilled \(Stage cancelled: .*)$")
+
+_PYTHON_EXCEPTION = re.compile(r"([A-Za-z_][\w.]*): (.*)")
+
+
+def failureHeadline(text: str) -> str | None:
+    """The Python exception a Spark error ``text`` reports (a task's or the data source's, after
+    its last ``Traceback``), as ``"<ExceptionClass>: <message>"`` (the class without its module,
+    Spark's ``SQLSTATE`` suffix removed); None when it holds no Python traceback."""
+    at = text.rfind("Traceback (most recent call last):")
+    if at < 0:
+        return None
+    lines = text[at:].split("\n")[1:]
+    for i, line in enumerate(lines):
+        if line.startswith(" ") or not line:
+            continue  # the traceback's frames
+        match = _PYTHON_EXCEPTION.fullmatch(line)
+        if match is None:
+            return None
+        message = [match.group(2)]
+        for more in lines[i + 1:]:
+            if more.startswith((" SQLSTATE:", "\tat ", "JVM stacktrace:", "=== Streaming Query ===")) or not more:
+                break
+            message.append(more)
+        text = "\n".join(message)
+        text = re.sub(r"( SQLSTATE: \w+)+$", "", text)
+        return f"{match.group(1).rsplit('.', 1)[-1]}: {text}"
+    return None
+
 
 _showAll = False  # verbose: the pump passes every line
 _stopped = False  # kspark has stopped queries in this process
@@ -208,16 +253,29 @@ def _pump(stream, recent: collections.deque | None = None) -> None:
     blocks once the pipe is full."""
     dropped = False
     trace = False  # in the stack trace of a dropped line
-    failure = False  # in a dropped FAILURE_NOISE record
+    failure = False  # in a dropped FAILURE_NOISE or LOST_TASK event: up to the next event's first line
+    lostTask = None  # the first line's start of a LOST_TASK event whose exception line is still to come
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         if recent is not None and ("Exception" in line or "Error" in line or recent) and line.strip() \
                 and not line.lstrip().startswith("at "):
             recent.append(line)
         if not _showAll:
+            stripped = line.rstrip("\n")
             if failure and not RECORD_START.match(line):
+                if lostTask is not None and not line.startswith(" ") and line.strip():
+                    match = _PYTHON_EXCEPTION.fullmatch(stripped)  # the exception, after its frames
+                    line = f"{lostTask}: {match.group(1).rsplit('.', 1)[-1]}: {match.group(2)}\n" if match else None
+                    lostTask = None
+                    if line is not None:
+                        _write(line)
                 continue
-            failure = reportingFailures and FAILURE_NOISE.match(line.rstrip("\n")) is not None
+            if reportingFailures and FAILURE_NOISE.match(stripped):  # kspark run prints the failure itself
+                failure, lostTask = True, None
+            else:
+                lost = LOST_TASK.match(stripped)
+                lostTask = lost.group(1) if lost is not None and lost.group(3).startswith("org.") else None
+                failure = lost is not None or QUERY_FAILURE_NOISE.match(stripped) is not None
             if failure:
                 continue
             if trace and STACK_TRACE.match(line):
@@ -227,13 +285,20 @@ def _pump(stream, recent: collections.deque | None = None) -> None:
                 dropped = bool(line.strip())
                 continue
         dropped = False
-        for stderr in (sys.stderr, sys.__stderr__):  # a replaced sys.stderr may be closed (pytest's capture)
-            try:
-                stderr.write(line)
-                stderr.flush()
-                break
-            except (AttributeError, OSError, ValueError):
-                continue  # keep reading: a JVM whose stderr pipe fills up would block
+        _write(line)
+
+
+def _write(line: str) -> None:
+    from .._secrets import redact
+
+    line = redact(line)  # a secret of the config is never printed (kspark._secrets)
+    for stderr in (sys.stderr, sys.__stderr__):  # a replaced sys.stderr may be closed (pytest's capture)
+        try:
+            stderr.write(line)
+            stderr.flush()
+            break
+        except (AttributeError, OSError, ValueError):
+            continue  # keep reading: a JVM whose stderr pipe fills up would block
 
 
 _EXECUTOR_HANDLER = "kspark-executor"

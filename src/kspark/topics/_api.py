@@ -82,6 +82,12 @@ class Topics(ABC):
         Raises ``UnknownTopicOrPartitionException`` if the partition does not exist and
         ``OffsetOutOfRangeException`` if ``start`` is before the log's first offset."""
 
+    def logChains(self, name: str, partition: int, positions: Iterable[int]) -> dict[int, int | None]:
+        """Position -> a fingerprint of the log below it that changes when the log is rewritten
+        there (:meth:`LocalTopics.logChains`); None where the backend has none (Kafka: its
+        brokers keep leader epochs)."""
+        return dict.fromkeys(positions)
+
     def offsetsForTimes(self, name: str, timestampMs: int) -> dict[int, int]:
         """Partition -> offset of the first record whose timestamp is at least ``timestampMs``, or
         the end offset if there is none (Kafka ``Consumer.offsetsForTimes``, as

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
@@ -91,7 +92,9 @@ def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | N
         except KafkaException as e:
             match = re.search(r'No such configuration property: "([^"]+)"', str(e))
             if match is None:
-                raise ConfigException(f"Invalid {kind} configuration for Kafka: {e}") from None
+                from .._secrets import redact
+
+                raise ConfigException(redact(f"Invalid {kind} configuration for Kafka: {e}")) from None
             if userKeys is None or match.group(1) in userKeys:
                 log.warning("%s config %s is unknown to librdkafka and is ignored", kind, match.group(1))
             conf.pop(match.group(1), None)
@@ -559,12 +562,13 @@ class KafkaSinkWriter:
     """
 
     def __init__(self, producerConfig: Mapping[str, str], consumerConfig: Mapping[str, str], groupId: str,
-                 exactlyOnce: bool, transactionalIdPrefix: str) -> None:
+                 exactlyOnce: bool, transactionalIdPrefix: str, ownerClientId: str | None = None) -> None:
         self.producerConfig = dict(producerConfig)
         self.consumerConfig = dict(consumerConfig)
         self.groupId = groupId
         self.exactlyOnce = exactlyOnce
         self.prefix = transactionalIdPrefix
+        self.ownerClientId = ownerClientId
 
     def write(self, writer: int, checkpointId: str, batchId: int, parts: list[tuple[str, int, pa.Table]],
               positions: dict[tuple[str, int], int]) -> int:
@@ -613,6 +617,8 @@ class KafkaSinkWriter:
                 return written
             except KafkaException as e:
                 _PRODUCERS.pop(transactionalId, None)
+                if _fenced(e):
+                    self._failIfFencedByAnotherInstance(transactionalId, e)
                 try:
                     producer.abort_transaction(_TIMEOUT_S)
                 except KafkaException:
@@ -621,6 +627,26 @@ class KafkaSinkWriter:
                     raise _sinkError(transactionalId, errors[0] if errors else e) from None
                 log.info("%s: batch %d transaction failed (%s); writing it again", transactionalId, batchId, e)
         raise AssertionError("unreachable")
+
+    def _failIfFencedByAnotherInstance(self, transactionalId: str, error) -> None:
+        """A producer fenced while the group ``application.id`` has a member that is not this
+        instance's driver (``ownerClientId``): another instance took the task over. Fail with
+        Kafka's ``ProducerFencedException`` text rather than take the transactional id back,
+        which would fence the other one in turn and interleave their transactions. (Fenced with
+        no other member: a newer Python worker of this instance ran the task; its id is taken back.)"""
+        if self.ownerClientId is None:
+            return
+        try:
+            others = [m for m in groupMembers(self.consumerConfig, self.groupId) if m.client_id != self.ownerClientId]
+        except Exception:  # noqa: BLE001 - cannot tell: fail rather than risk interleaving
+            others = None
+        if others == []:
+            return
+        who = f"consumer group {self.groupId} has the member {_describeMember(others[0])}" if others else \
+            f"consumer group {self.groupId} could not be described"
+        raise _sinkError(transactionalId, f"ProducerFencedException: There is a newer producer with the same "
+                                          f"transactionalId which fences the current one. ({who}: another instance of "
+                                          f"this application writes its tasks; this one stops. librdkafka: {error})")
 
     def _writeIdempotent(self, parts) -> int:
         from confluent_kafka import Producer
@@ -689,7 +715,160 @@ def _produceTable(producer, topic: str, partition: int, table: pa.Table, callbac
     return len(keys)
 
 
+def _fenced(error) -> bool:
+    """Whether a confluent-kafka ``KafkaException`` says the producer was fenced (Kafka's
+    ``ProducerFencedException`` / ``InvalidProducerEpochException``, librdkafka's ``_FENCED``)."""
+    from confluent_kafka import KafkaError
+
+    inner = error.args[0] if error.args else None
+    code = inner.code() if isinstance(inner, KafkaError) else None
+    return code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH) \
+        or "fenced" in str(error).lower()
+
+
 def _sinkError(who: str, error: object) -> Exception:
     from ..errors import StreamsException
 
     return StreamsException(f"Writing to Kafka with {who} failed: {error}")
+
+
+# ---------------------------------------------------------------------- the application's group
+def groupMembers(adminConfig: Mapping[str, str], groupId: str, timeoutS: float = _TIMEOUT_S) -> list:
+    """The live members of consumer group ``groupId`` (confluent-kafka ``MemberDescription``:
+    ``member_id``, ``client_id``, ``host``), as ``kafka-consumer-groups --describe`` lists them;
+    empty for a group without members or none at all."""
+    from confluent_kafka.admin import AdminClient
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = AdminClient({**{k: v for k, v in adminConfig.items() if k not in _NOT_ADMIN}, "logger": _librdkafkaLog})
+    deadline = time.monotonic() + timeoutS
+    while True:
+        try:
+            description = admin.describe_consumer_groups([groupId], request_timeout=timeoutS)[groupId].result(timeoutS)
+            return list(description.members or [])
+        except KafkaException as e:
+            code = e.args[0].code() if e.args and isinstance(e.args[0], KafkaError) else None
+            if code == KafkaError.GROUP_ID_NOT_FOUND:
+                return []
+            # a new cluster's group coordinator (__consumer_offsets) may still be coming up
+            if code not in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                            KafkaError.COORDINATOR_LOAD_IN_PROGRESS) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+_NOT_ADMIN = {"group.id", "isolation.level", "enable.auto.commit", "auto.offset.reset", "enable.auto.offset.store",
+              "session.timeout.ms", "max.poll.interval.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
+              "group.instance.id", "fetch.wait.max.ms", "max.partition.fetch.bytes", "fetch.max.bytes",
+              "fetch.min.bytes", "enable.partition.eof", "fetch.queue.backoff.ms", "queued.min.messages",
+              "queued.max.messages.kbytes", "check.crcs", "client.rack", "transactional.id", "enable.idempotence",
+              "acks", "linger.ms", "batch.size", "compression.type", "retries", "delivery.timeout.ms",
+              "transaction.timeout.ms", "max.in.flight.requests.per.connection", "message.max.bytes"}
+
+
+def _describeMember(member) -> str:
+    return f"{member.client_id} on host {member.host.lstrip('/')} (member id {member.member_id})"
+
+
+class GroupMember:
+    """The driver of a kspark application as a member of the consumer group ``application.id``,
+    as each of a Kafka Streams instance's stream threads is one: ``kafka-consumer-groups
+    --describe`` shows it, with the source topics' partitions assigned to it (paused: kspark's
+    tasks read them by offset range, and this member never fetches nor commits).
+
+    :meth:`join` refuses to start when the group has a live member that is not this instance
+    (another kspark instance, or a Java Kafka Streams instance of the same application): Kafka
+    Streams would split the tasks between them, while two kspark instances would each process
+    every partition. A member that died leaves the group when its ``session.timeout.ms`` passes.
+
+    Parameters
+    ----------
+    topics : KafkaTopics
+        The application's cluster (its admin and consumer settings).
+    groupId : str
+        ``application.id``.
+    clientId : str
+        This member's ``client.id``, unique per instance (the executors' writers tell this
+        instance's members from another's by it).
+    sourceTopics : list of str
+        The topics it subscribes to.
+    """
+
+    def __init__(self, topics: "KafkaTopics", groupId: str, clientId: str, sourceTopics: list[str]) -> None:
+        self.topics, self.groupId, self.clientId, self.sourceTopics = topics, groupId, clientId, sorted(sourceTopics)
+        self._consumer = None
+        self._thread = None
+        self._stop = threading.Event()
+        self._assigned = threading.Event()
+
+    def _refuseIfOthers(self) -> None:
+        from ..errors import StreamsException
+
+        others = [m for m in groupMembers(self.topics.adminConfig, self.groupId, self.topics.timeoutS)
+                  if m.client_id != self.clientId]
+        if others:
+            raise StreamsException(
+                f"Another instance of application.id {self.groupId} is running: its consumer group has the live "
+                f"member {_describeMember(others[0])}"
+                + (f" and {len(others) - 1} more" if len(others) > 1 else "")
+                + ". Two instances would each process every partition; stop the other one (a member that died "
+                "leaves the group when its session.timeout.ms has passed), then start this one again.")
+
+    def join(self) -> None:
+        """Check that the group has no other live member, join it and wait for its assignment.
+
+        Raises
+        ------
+        kspark.StreamsException
+            Naming the other member's client id and host, if the group has one (checked before
+            and after joining), or if the group is not joined within the admin timeout.
+        """
+        from confluent_kafka import Consumer
+
+        from ..errors import StreamsException
+
+        self._refuseIfOthers()
+        conf = {k: v for k, v in self.topics.consumerConfig.items() if k != "isolation.level"}
+        self._consumer = Consumer({**conf, "group.id": self.groupId, "client.id": self.clientId,
+                                   "enable.auto.commit": "false", "enable.auto.offset.store": "false",
+                                   "logger": _librdkafkaLog})
+
+        def onAssign(consumer, partitions) -> None:
+            consumer.assign(partitions)
+            consumer.pause(partitions)  # kspark's tasks read by offset range: never fetch here
+            self._assigned.set()
+
+        self._consumer.subscribe(self.sourceTopics, on_assign=onAssign)
+        self._thread = threading.Thread(target=self._poll, name=f"kspark-group-member-{self.groupId}", daemon=True)
+        self._thread.start()
+        if not self._assigned.wait(self.topics.timeoutS):
+            self.close()
+            raise StreamsException(f"The driver did not join consumer group {self.groupId} within "
+                                   f"{self.topics.timeoutS:g} s (bootstrap.servers={self.topics.servers})")
+        try:
+            self._refuseIfOthers()  # another instance that joined at the same time
+        except BaseException:
+            self.close()
+            raise
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._consumer.poll(0.2)  # heartbeats and rebalances; its partitions are paused
+            except Exception:  # noqa: BLE001 - closed meanwhile
+                if self._stop.is_set():
+                    return
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        """Leave the group (at once, not after the session timeout)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except Exception:  # noqa: BLE001 - already closed
+                pass
+            self._consumer = None

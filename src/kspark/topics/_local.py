@@ -21,6 +21,12 @@ check the size and the CRCs of the batches they read, and a mismatch, a truncate
 segment raises ``CorruptRecordException`` naming the topic-partition, offset range and file.
 Segments written before checksums existed are read unchecked.
 
+A manifest line also records a ``chain``: a CRC-32 over the previous line's chain and this
+line's start, count, append time and batch CRCs. A reader keeps, with its position, the chain of
+the line holding the record before it; a log rewritten below that position (restored from an
+older backup, truncated and appended to again) no longer has that chain there, as a Kafka
+consumer's position with its leader epoch tells an unclean truncation (KIP-320).
+
 A topic's id (``topic.json``, a random UUID given at creation) tells a topic deleted and
 created again from the old one (Kafka's topic id); topics created before ids existed have none.
 """
@@ -164,6 +170,13 @@ def _batchChecksum(batch: pa.RecordBatch) -> int:
             if buffer is not None:
                 crc = zlib.crc32(buffer, crc)
     return crc
+
+
+def _chain(previous: int, start: int, count: int, appendTime: int, checksums: list[int]) -> int:
+    """A manifest line's ``chain``: CRC-32 of the previous line's chain and this line's start,
+    count, append time and batch CRCs, so it differs from the old one wherever a log was
+    rewritten (restored from a backup, truncated and appended to again) at or before the line."""
+    return zlib.crc32(f"{previous}:{start}:{count}:{appendTime}:{checksums}".encode())
 
 
 def _safeName(name: str) -> str:
@@ -374,6 +387,33 @@ class LocalTopics(Topics):
         except FileNotFoundError:
             return None
         return meta.get("id")
+
+    def logChains(self, name: str, partition: int, positions: Iterable[int]) -> dict[int, int | None]:
+        """Position -> the ``chain`` of the manifest line holding offset ``position - 1`` (see the
+        module doc): what a reader keeps with a position to tell, later, that the log below it is
+        still the one it read (the local log's counterpart of Kafka's leader epochs, KIP-320).
+        None for position 0, a position beyond the log end, or a line written before chains
+        existed.
+
+        Raises
+        ------
+        UnknownTopicOrPartitionException
+            If the topic or partition does not exist.
+        CorruptRecordException
+            If the manifest is damaged, naming the file and line.
+        """
+        positions = list(positions)
+        partDir = self._partitionDir(name, partition)
+        entries = self._readManifest(partDir, name, partition)
+        starts = [entry["start"] for entry in entries]
+        end = entries[-1]["start"] + entries[-1]["count"] if entries else 0
+        out: dict[int, int | None] = {}
+        for position in positions:
+            if not 0 < position <= end:
+                out[position] = None
+                continue
+            out[position] = entries[bisect.bisect_right(starts, position - 1) - 1].get("chain")
+        return out
 
     # ------------------------------------------------------------------ writes
 
@@ -768,6 +808,8 @@ class LocalTopics(Topics):
                 return start
             segment = _segmentName(start)
             size, checksums = placeSegment(partDir / segment)
+            appendTime = time.time_ns() // 1_000_000
+            previous = entries[-1].get("chain", 0) if entries else 0
             line = json.dumps(
                 {
                     "segment": segment,
@@ -776,9 +818,10 @@ class LocalTopics(Topics):
                     "producer": producer if idempotent else None,
                     "sequence": sequence if idempotent else None,
                     "index": index,
-                    "appendTime": time.time_ns() // 1_000_000,
+                    "appendTime": appendTime,
                     "bytes": size,
                     "crc32": checksums,
+                    "chain": _chain(previous, start, count, appendTime, checksums),
                 }
             ).encode() + b"\n"
             tmp = partDir / f".{_MANIFEST}.tmp"  # one appender at a time (the lock)
