@@ -202,9 +202,13 @@ class _RegistrySerde(Serde):
         serializerConf = {"auto.register.schemas": _bool(configs.get("auto.register.schemas", True), "auto.register.schemas"),
                           "use.latest.version": _bool(configs.get("use.latest.version", False), "use.latest.version"),
                           "normalize.schemas": _bool(configs.get("normalize.schemas", False), "normalize.schemas")}
-        strategy = configs.get(prefix + "subject.name.strategy")
-        if strategy is not None:
-            serializerConf["subject.name.strategy"] = _strategy(strategy, prefix + "subject.name.strategy")
+        # Confluent's Java default, TopicNameStrategy (confluent-kafka's Python default asks the
+        # registry for the topic's "associated" subject first: a registry call per new serde)
+        strategy = _strategy(configs.get(prefix + "subject.name.strategy") or "TopicNameStrategy",
+                             prefix + "subject.name.strategy")
+        serializerConf["subject.name.strategy"] = strategy
+        self._deserializerConf = {"use.latest.version": serializerConf["use.latest.version"],
+                                  "subject.name.strategy": strategy}
         if "specific.avro.reader" in configs:
             _bool(configs["specific.avro.reader"], "specific.avro.reader")
         self._configs, self._isKey, self._serializerConf = configs, bool(isKey), serializerConf
@@ -301,9 +305,7 @@ class _RegistrySerde(Serde):
                 f"{type(self).__name__} cannot serialize {data!r:.80} for topic {topic}: {type(e).__name__}: {e}") from e
 
     def _subject(self, topic, data) -> str:
-        strategy = self._serializerConf.get("subject.name.strategy")
-        if strategy is None:
-            return f"{topic}-{'key' if self._isKey else 'value'}"
+        strategy = self._serializerConf["subject.name.strategy"]
         try:
             return strategy(self._context(topic), self._recordName(data))
         except Exception:
@@ -401,7 +403,8 @@ class GenericAvroSerde(_RegistrySerde):
     def _deserializer(self):
         from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-        return self._get("de", lambda: AvroDeserializer(self._client(), self._readerSchema, self._fromDict))
+        return self._get("de", lambda: AvroDeserializer(self._client(), self._readerSchema, self._fromDict,
+                                                                conf=dict(self._deserializerConf)))
 
     def _recordName(self, data) -> str | None:
         schema = self._writerSchema(data)
@@ -534,7 +537,7 @@ class KafkaProtobufSerde(_RegistrySerde):
     def _deserializer(self):
         from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 
-        return self._get("de", lambda: ProtobufDeserializer(self._cls(), {"use.deprecated.format": False},
+        return self._get("de", lambda: ProtobufDeserializer(self._cls(), dict(self._deserializerConf, **{"use.deprecated.format": False}),
                                                             self._client()))
 
     def _recordName(self, data):
@@ -591,7 +594,8 @@ class KafkaJsonSchemaSerde(_RegistrySerde):
     def _deserializer(self):
         from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 
-        return self._get("de", lambda: JSONDeserializer(None, self._fromDict, self._client()))
+        return self._get("de", lambda: JSONDeserializer(None, self._fromDict, self._client(),
+                                                                dict(self._deserializerConf)))
 
     def _recordName(self, data):
         try:
