@@ -60,6 +60,8 @@ import json
 import threading
 from typing import Any, Callable, Mapping
 
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
 from .errors import StreamsException
 from .serialization import Serde, SerializationException
 
@@ -226,6 +228,7 @@ class _RegistrySerde(Serde):
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_built"] = {}
+        state.pop("_contexts", None)
         return state
 
     def __eq__(self, other: object) -> bool:
@@ -249,9 +252,13 @@ class _RegistrySerde(Serde):
         return str((self._configs or {}).get("schema.registry.url"))
 
     def _context(self, topic):
-        from confluent_kafka.serialization import MessageField, SerializationContext
+        contexts = self.__dict__.setdefault("_contexts", {})
+        context = contexts.get(topic)
+        if context is None:
+            from confluent_kafka.serialization import MessageField, SerializationContext
 
-        return SerializationContext(topic, MessageField.KEY if self._isKey else MessageField.VALUE)
+            context = contexts[topic] = SerializationContext(topic, MessageField.KEY if self._isKey else MessageField.VALUE)
+        return context
 
     def _get(self, kind: str, build: Callable[[], Any], extra: Any = None):
         key = (kind, extra)
@@ -285,8 +292,6 @@ class _RegistrySerde(Serde):
     def serialize(self, topic, data):
         if data is None:
             return None
-        from confluent_kafka.schema_registry.error import SchemaRegistryError
-
         serializer = self._serializer(data)
         ctx = self._context(topic)
         try:
@@ -317,8 +322,6 @@ class _RegistrySerde(Serde):
     def deserialize(self, topic, data):
         if data is None:
             return None
-        from confluent_kafka.schema_registry.error import SchemaRegistryError
-
         deserializer = self._deserializer()
         try:
             return self._read(deserializer, bytes(data), topic)
