@@ -23,8 +23,9 @@ Streams (``serde.configure({"schema.registry.url": ...}, isKey=False)``). Keys:
   ``ssl.key.location``, ``ssl.key.password``;
 - ``basic.auth.credentials.source`` (``USER_INFO``: ``basic.auth.user.info``, also as
   ``schema.registry.basic.auth.user.info``; ``URL``: the URL's ``user:password@``);
-- ``auto.register.schemas`` (default true), ``use.latest.version`` (default false),
-  ``normalize.schemas`` (default false);
+- ``auto.register.schemas`` (default true), ``use.latest.version`` (default false; as in
+  Confluent's serializers it applies with ``auto.register.schemas=false``, or when the serde has
+  no writer schema of its own), ``normalize.schemas`` (default false);
 - ``key.subject.name.strategy``/``value.subject.name.strategy``: ``TopicNameStrategy`` (default,
   ``<topic>-key``/``<topic>-value``), ``RecordNameStrategy`` (the record's full name),
   ``TopicRecordNameStrategy`` (``<topic>-<record full name>``), by short name or Confluent's
@@ -309,6 +310,18 @@ class _RegistrySerde(Serde):
             raise SerializationException(
                 f"{type(self).__name__} cannot serialize {data!r:.80} for topic {topic}: {type(e).__name__}: {e}") from e
 
+    def _writeConf(self, schema, what: str) -> dict:
+        """The serializer's conf for a writer schema (None: only the registry has it)."""
+        conf = dict(self._serializerConf)
+        if schema is None:  # the subject's latest version is the only schema there is
+            if not conf["use.latest.version"]:
+                raise SerializationException(f"{type(self).__name__} needs a writer schema to serialize: pass "
+                                             f"{type(self).__name__}({what}) or set use.latest.version=true")
+            conf["auto.register.schemas"] = False
+        elif conf["auto.register.schemas"]:
+            conf["use.latest.version"] = False  # Confluent: it applies only when auto.register.schemas=false
+        return conf
+
     def _subject(self, topic, data) -> str:
         strategy = self._serializerConf["subject.name.strategy"]
         try:
@@ -396,12 +409,8 @@ class GenericAvroSerde(_RegistrySerde):
         from confluent_kafka.schema_registry.avro import AvroSerializer
 
         schema = self._writerSchema(data)
-        if schema is None and not self._serializerConf["use.latest.version"]:
-            raise SerializationException(
-                f"{type(self).__name__} needs a writer schema to serialize {data!r:.80}: pass {type(self).__name__}(schema) "
-                "or set use.latest.version=true")
-        return self._get("ser", lambda: AvroSerializer(self._client(), schema, self._toDict, dict(self._serializerConf)),
-                         schema)
+        return self._get("ser", lambda: AvroSerializer(self._client(), schema, self._toDict,
+                                                       self._writeConf(schema, "schema")), schema)
 
     def _deserializer(self):
         from confluent_kafka.schema_registry.avro import AvroDeserializer
@@ -534,7 +543,7 @@ class KafkaProtobufSerde(_RegistrySerde):
     def _serializer(self, data):
         from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 
-        conf = dict(self._serializerConf, **{"use.deprecated.format": False})
+        conf = dict(self._writeConf(True, "messageClass"), **{"use.deprecated.format": False})
         return self._get("ser", lambda: ProtobufSerializer(self._cls(), self._client(), conf))
 
     def _deserializer(self):
@@ -587,12 +596,8 @@ class KafkaJsonSchemaSerde(_RegistrySerde):
     def _serializer(self, data):
         from confluent_kafka.schema_registry.json_schema import JSONSerializer
 
-        if self._schema is None and not self._serializerConf["use.latest.version"]:
-            raise SerializationException(
-                "KafkaJsonSchemaSerde needs a JSON Schema to serialize: pass KafkaJsonSchemaSerde(schema) or set "
-                "use.latest.version=true")
         return self._get("ser", lambda: JSONSerializer(self._schema, self._client(), self._toDict,
-                                                       dict(self._serializerConf)))
+                                                       self._writeConf(self._schema, "schema")))
 
     def _deserializer(self):
         from confluent_kafka.schema_registry.json_schema import JSONDeserializer

@@ -266,10 +266,32 @@ def test_protobuf_serde_interop_with_plain_confluent_protobuf(url, tick):
     assert sorted(registryClient(conf(url)).get_subjects()) == ["out-value", "ticks-value"]
 
 
-def test_protobuf_class_from_specific_protobuf_value_type(url, tick):
-    serde = KafkaProtobufSerde(configs=conf(url, **{"specific.protobuf.value.type": f"{tick.__module__}.Tick"}), isKey=False)
-    data = serde.serialize("t", tick(code="B", volume=1))
-    assert serde.deserialize("t", data) == tick(code="B", volume=1)
+def test_protobuf_and_json_schema_as_default_serdes_by_confluent_class_names(url, tick):
+    """default.value.serde=...KafkaProtobufSerde with specific.protobuf.value.type, and
+    ...KafkaJsonSchemaSerde writing with the subject's latest schema (use.latest.version; SR-1)."""
+    b = StreamsBuilder()
+    b.stream("ticks").mapValues(lambda t: tick(code=t.code, volume=t.volume + 1)).to("out")
+    config = {"application.id": "app", "schema.registry.url": url,
+              "default.value.serde": "io.confluent.kafka.streams.serdes.protobuf.KafkaProtobufSerde",
+              "specific.protobuf.value.type": f"{tick.__module__}.Tick"}
+    with TopologyTestDriver(b.build(), config) as d:
+        d.createInputTopic("ticks").pipeInput("k", tick(code="B", volume=1), 1)
+        assert d.createOutputTopic("out").readKeyValuesToList() == [("k", tick(code="B", volume=2))]
+
+    registryClient(conf(url)).register_schema("trades-value", Schema(json.dumps(TRADE), "JSON"))
+    registryClient(conf(url)).register_schema("out2-value", Schema(json.dumps(TRADE), "JSON"))
+    b = StreamsBuilder()
+    b.stream("trades").filter(lambda k, t: t["qty"] > 1).to("out2")
+    config = {"application.id": "app", "schema.registry.url": url, "use.latest.version": True,
+              "default.value.serde": "io.confluent.kafka.streams.serdes.json.KafkaJsonSchemaSerde"}
+    with TopologyTestDriver(b.build(), config) as d:
+        src = d.createInputTopic("trades")
+        src.pipeInput("k", {"code": "A", "qty": 1}, 1)
+        src.pipeInput("k", {"code": "A", "qty": 5}, 2)
+        assert d.createOutputTopic("out2").readKeyValuesToList() == [("k", {"code": "A", "qty": 5})]
+        with pytest.raises(SerializationException, match=r"KafkaJsonSchemaSerde cannot serialize .* for topic trades: "
+                                                         r"SerializationError: 'qty' is a required property"):
+            src.pipeInput("k", {"code": "A"}, 3)  # the input topic's serializer is the default serde
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -383,11 +405,15 @@ def stub():
         yield registry
 
 
-def test_one_client_per_process_caches_schemas_by_id_and_sends_basic_auth(stub):
+@pytest.mark.parametrize("source", ["USER_INFO", "URL"])
+def test_one_client_per_process_caches_schemas_by_id_and_sends_basic_auth(stub, source):
     """A pickled serde (what a Spark worker gets) builds its deserializer on the worker with the
-    process's one client; a schema id is fetched once, not per record."""
-    configs = {"schema.registry.url": stub.url, "basic.auth.credentials.source": "USER_INFO",
-               "basic.auth.user.info": "fred:s3cret", "schema.registry.max.retries": "0"}
+    process's one client; a schema id is fetched once, not per record. Credentials from
+    basic.auth.user.info (USER_INFO) or from the URL (URL, the default source)."""
+    configs = ({"schema.registry.url": stub.url, "basic.auth.credentials.source": "USER_INFO",
+                "basic.auth.user.info": "fred:s3cret"} if source == "USER_INFO" else
+               {"schema.registry.url": stub.url.replace("http://", "http://fred:s3cret@")})
+    configs["schema.registry.max.retries"] = "0"
     body = io.BytesIO()  # a record in Confluent's framing, as a producer wrote it with schema id 7
     fastavro.schemaless_writer(body, fastavro.parse_schema(PRICE), {"code": "A", "close": 1.0})
     data = SchemaId("AVRO", 7).id_to_bytes() + body.getvalue()
