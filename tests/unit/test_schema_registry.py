@@ -197,6 +197,23 @@ def test_joined_and_stream_joined_with_avro_values(url):
         "companies-value", "pairs-value", "prices-value"]
 
 
+def test_tombstones_stay_null_through_avro_tables(url):
+    """A null value is null in every serde (no registry call, no framing): a KTable delete and its
+    changelog tombstone, and the table's downstream delete record."""
+    companySerde = avro(url, COMPANY)
+    assert companySerde.serialize("companies", None) is None and companySerde.deserialize("companies", None) is None
+    b = StreamsBuilder()
+    b.table("companies", Consumed.with_(Serdes.String(), companySerde), Materialized.as_("co")) \
+        .mapValues(lambda c: c["sector"]).toStream().to("sectors", Produced.with_(Serdes.String(), Serdes.String()))
+    with TopologyTestDriver(b.build(), {"application.id": "app", "statestore.cache.max.bytes": 0}) as d:
+        src = d.createInputTopic("companies", Serdes.String(), companySerde)
+        src.pipeInput("A", {"name": "Acme", "sector": "tech"}, 1)
+        src.pipeInput("A", None, 2)
+        assert d.createOutputTopic("sectors", Serdes.String(), Serdes.String()).readRecordsToList() == [
+            TestRecord("A", "tech", 1), TestRecord("A", None, 2)]
+        assert d.getKeyValueStore("co").get("A") is None
+
+
 # ------------------------------------------------------------------ SpecificAvroSerde
 @dataclasses.dataclass
 class Price:
