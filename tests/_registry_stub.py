@@ -1,7 +1,8 @@
 """A stand-in for a schema registry's REST API over HTTP on 127.0.0.1, for tests of
 confluent-kafka's real ``SchemaRegistryClient`` under kspark's serdes: it serves the schemas
 registered on it by id, counts every request (path and Authorization header), and with
-``incompatible=True`` answers a registration with Confluent's 409 "incompatible" error. It is not
+``incompatible=True`` answers a registration with Confluent's 409 "incompatible" error, and with
+``failWith=<status>`` every GET gets that status. It is not
 a registry (no compatibility checks, no versions): tests that need one use a real registry."""
 
 import http.server
@@ -10,8 +11,9 @@ import threading
 
 
 class RegistryStub:
-    def __init__(self, schemas: dict[int, str] | None = None, incompatible: bool = False):
+    def __init__(self, schemas: dict[int, str] | None = None, incompatible: bool = False, failWith: int | None = None):
         self.schemas = dict(schemas or {})
+        self.failWith = failWith  # an HTTP status every request gets (a failing registry)
         self.incompatible = incompatible
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Authorization)
         self._lock = threading.Lock()
@@ -20,6 +22,8 @@ class RegistryStub:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 stub._log("GET", self)
+                if stub.failWith:
+                    return self._send(stub.failWith, {"error_code": stub.failWith * 100, "message": "failing"})
                 if self.path.startswith("/schemas/ids/"):
                     sid = int(self.path[len("/schemas/ids/"):].split("?")[0])
                     if sid in stub.schemas:

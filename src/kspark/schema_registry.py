@@ -47,8 +47,9 @@ reader schema cannot resolve, invalid payload) raises ``SerializationException``
 and the schema id, which goes to ``deserialization.exception.handler`` (fail: the task's error
 names topic, partition and offset; continue: the record is counted as dropped and written with
 its original bytes to ``errors.dead.letter.queue.topic.name`` if set). A registry that cannot be
-reached after the client's retries raises :class:`SchemaRegistryUnavailableException` (a
-``StreamsException``, naming the URL), which fails the task and never drops the record. A
+reached after the client's retries, or answers with a server error (5xx) or 401/403, raises
+:class:`SchemaRegistryUnavailableException` (a ``StreamsException``, naming the URL), which fails
+the task and never drops the record. A
 schema the registry refuses on write (incompatible) raises ``SerializationException`` with the
 registry's message and the subject.
 """
@@ -177,6 +178,16 @@ def _importClass(path: str, key: str):
 
 
 # ------------------------------------------------------------------ the serdes
+_SERDE_KEYS = frozenset({"basic.auth.credentials.source", "basic.auth.user.info", "auto.register.schemas",
+                         "use.latest.version", "normalize.schemas"})
+
+
+def _registryFault(e: SchemaRegistryError) -> bool:
+    """The registry's own failure or a refusal of this client (5xx, 401, 403), not the record's."""
+    status = getattr(e, "http_status_code", None)
+    return isinstance(status, int) and (status >= 500 or status in (401, 403))
+
+
 class _RegistrySerde(Serde):
     """The part the four serdes share: configuration, the lazily built confluent-kafka
     serializer/deserializer (not pickled: a Spark worker builds its own, with its process's
@@ -199,7 +210,9 @@ class _RegistrySerde(Serde):
         keys listed in the module's docstring; other keys are ignored (the streams config passes
         everything). Raises ``ConfigException`` for a missing ``schema.registry.url`` or a bad
         value."""
-        configs = dict(configs)
+        # only the keys a serde reads: the streams config also holds handlers, extractors, this serde...
+        configs = {k: v for k, v in configs.items() if isinstance(k, str) and (k in _SERDE_KEYS or k.startswith(
+            ("schema.registry.", "key.", "value.", "specific.", "json.")))}
         _clientConf(configs)  # checks the registry keys now, not at the first record
         prefix = "key." if isKey else "value."
         serializerConf = {"auto.register.schemas": _bool(configs.get("auto.register.schemas", True), "auto.register.schemas"),
@@ -280,7 +293,8 @@ class _RegistrySerde(Serde):
 
     def _unavailable(self, e: Exception, what: str) -> SchemaRegistryUnavailableException:
         return SchemaRegistryUnavailableException(
-            f"{type(self).__name__}: schema registry {self._url()} unreachable while {what}: {type(e).__name__}: {e}")
+            f"{type(self).__name__}: schema registry {self._url()} unreachable or failing while {what}: "
+            f"{type(e).__name__}: {e}")
 
     @staticmethod
     def _isNetwork(e: BaseException) -> bool:
@@ -293,16 +307,16 @@ class _RegistrySerde(Serde):
     def serialize(self, topic, data):
         if data is None:
             return None
-        serializer = self._serializer(data)
-        ctx = self._context(topic)
         try:
-            return serializer(data, ctx)
+            return self._serializer(data)(data, self._context(topic))
         except SchemaRegistryError as e:
+            if _registryFault(e):
+                raise self._unavailable(e, f"registering or looking up the schema of topic {topic}") from e
             subject = self._subject(topic, data)
             raise SerializationException(
                 f"{type(self).__name__}: schema registry {self._url()} refused the schema for subject {subject} "
                 f"(topic {topic}): {e}") from e
-        except StreamsException:
+        except (StreamsException, SerializationException):
             raise
         except Exception as e:
             if self._isNetwork(e):
@@ -335,12 +349,13 @@ class _RegistrySerde(Serde):
     def deserialize(self, topic, data):
         if data is None:
             return None
-        deserializer = self._deserializer()
         try:
-            return self._read(deserializer, bytes(data), topic)
+            return self._read(self._deserializer(), bytes(data), topic)
         except StreamsException:
             raise
         except SchemaRegistryError as e:
+            if _registryFault(e):
+                raise self._unavailable(e, f"fetching schema id {self._schemaId(data)} for topic {topic}") from e
             raise SerializationException(
                 f"{type(self).__name__}: error deserializing {self.format} record for topic {topic}: schema id "
                 f"{self._schemaId(data)} from registry {self._url()}: {e}") from e

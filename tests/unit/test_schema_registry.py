@@ -450,6 +450,22 @@ def test_incompatible_schema_raises_the_registry_error_naming_the_subject():
         avro(registry.url, PRICE, **{"schema.registry.max.retries": "0"}).serialize("prices", {"code": "A", "close": 1.0})
 
 
+def test_failing_registry_fails_the_task_and_drops_nothing():
+    """A registry answering 503 (after the client's retries) is the registry's fault, not the record's (SR-4)."""
+    config = {"deserialization.exception.handler": LogAndContinueExceptionHandler}
+    with RegistryStub(failWith=503) as registry:
+        b = StreamsBuilder()
+        b.stream("prices", Consumed.with_(Serdes.String(), avro(registry.url, PRICE, **{"schema.registry.max.retries": "0"}))) \
+            .to("out", Produced.with_(Serdes.String(), Serdes.JSON()))
+        with TopologyTestDriver(b.build(), config) as d:
+            with pytest.raises(SchemaRegistryUnavailableException,
+                               match=rf"schema registry {registry.url} unreachable or failing while fetching schema id 5 "
+                                     r"for topic prices: SchemaRegistryError: failing \(HTTP status code 503"):
+                d.createInputTopic("prices", Serdes.String(), Serdes.ByteArray()).pipeInput(
+                    "k", b"\x00\x00\x00\x00\x05\x02A", 1)
+            assert dropped(d) == {}
+
+
 def test_unreachable_registry_fails_the_task_naming_the_url_and_drops_nothing():
     url = "http://127.0.0.1:9"  # discard port: nothing listens
     config = {"deserialization.exception.handler": LogAndContinueExceptionHandler}
@@ -458,7 +474,8 @@ def test_unreachable_registry_fails_the_task_naming_the_url_and_drops_nothing():
         "out", Produced.with_(Serdes.String(), Serdes.JSON()))
     with TopologyTestDriver(b.build(), config) as d:
         with pytest.raises(SchemaRegistryUnavailableException,
-                           match=r"schema registry http://127.0.0.1:9 unreachable while fetching schema id 5 for topic prices"):
+                           match=r"schema registry http://127.0.0.1:9 unreachable or failing while fetching schema id 5 "
+                                 r"for topic prices: ConnectError"):
             d.createInputTopic("prices", Serdes.String(), Serdes.ByteArray()).pipeInput(
                 "k", b"\x00\x00\x00\x00\x05\x02A", 1)
         assert dropped(d) == {}
