@@ -624,7 +624,12 @@ class StreamsConfig:
     ``kspark.repartition.before.stateful.process``. With ``bootstrap.servers`` the Kafka backend
     also applies ``processing.guarantee``, ``replication.factor``, the client keys
     (:meth:`clientConfigs`) and ``topic.*`` (:meth:`topicConfigs`); without it they have no
-    effect and are logged as such. Every other Kafka key is accepted and logged once (logger
+    effect and are logged as such. Confluent's schema-registry serde keys (``schema.registry.url``,
+    ``basic.auth.*``, ``auto.register.schemas``, ``use.latest.version``,
+    ``key.subject.name.strategy``/``value.subject.name.strategy``, ``specific.avro.reader``,
+    ``schema.registry.<client key>`` ...) are accepted and passed, with every other key, to
+    ``default.key.serde``/``default.value.serde``'s ``configure(originals, isKey)``, as Kafka
+    Streams does (``kspark.schema_registry``). Every other Kafka key is accepted and logged once (logger
     ``kspark.config``) with the reason it changes nothing on Spark. An unknown ``spark.*`` key is
     a WARNING with a did-you-mean (Spark ignores unknown keys).
 
