@@ -90,6 +90,11 @@ _SERDE_KEYS: dict[str, tuple] = {
     "json.key.type": ("STRING", None, None),
     "json.value.type": ("STRING", None, None),
 }
+# schema.registry.<key>: confluent-kafka's SchemaRegistryClient settings (kspark.schema_registry)
+_REGISTRY_CLIENT_KEYS = ("max.retries", "retries.wait.ms", "retries.max.wait.ms", "timeout", "cache.capacity",
+                         "cache.latest.ttl.sec", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                         "ssl.key.password")
+_SERDE_KEYS.update({f"schema.registry.{k}": ("STRING", None, None) for k in _REGISTRY_CLIENT_KEYS})
 # kspark's own defaults and checks for Kafka keys
 _STREAMS_OVERRIDES: dict[str, tuple] = {
     "state.dir": ("STRING", "/tmp/kspark-streams", None),
@@ -105,7 +110,6 @@ _APPLIED = frozenset({
     "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
     *(k for k in _KSPARK_DEFS if k.startswith("kspark.")), *_SERDE_KEYS,
 })
-_APPLIED_PREFIXES = ("schema.registry.",)
 _KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor", "windowstore.changelog.additional.retention.ms"})
 _NO_STANDBYS = "kspark has no standby or warm-up tasks: a task on a new executor restores its stores from their changelogs"
 _NO_ASSIGNOR = "kspark assigns tasks itself (one per input partition) and never rebalances"
@@ -288,8 +292,6 @@ def _definition(key: str) -> tuple | None:
         return _STREAMS_OVERRIDES[key]
     if key in _SERDE_KEYS:
         return _SERDE_KEYS[key]
-    if key.startswith("schema.registry."):  # the registry client's own settings (kspark.schema_registry)
-        return ("STRING", None, None)
     if key in _kafka.STREAMS:
         return _kafka.STREAMS[key][:3]
     if key in _CLIENT_KEYS:
@@ -776,7 +778,7 @@ class StreamsConfig:
             target = _ALIASES.get(key, key)
             if key in _ALIASES:
                 _log.warning("Configuration '%s' is deprecated. Please use '%s' instead.", key, target)
-            if key.startswith("spark.") or target in _APPLIED or target.startswith(_APPLIED_PREFIXES) or self._originals[key] is None or target in (
+            if key.startswith("spark.") or target in _APPLIED or self._originals[key] is None or target in (
                     "auto.offset.reset", "consumer.auto.offset.reset", "main.consumer.auto.offset.reset"):  # local topics too
                 continue
             value = self._values.get(target)

@@ -64,6 +64,7 @@ from typing import Any, Callable, Mapping
 
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from .config import _REGISTRY_CLIENT_KEYS
 from .errors import StreamsException
 from .serialization import Serde, SerializationException
 
@@ -116,10 +117,11 @@ def _clientConf(configs: Mapping[str, Any]) -> dict:
     return conf
 
 
-# confluent-kafka SchemaRegistryClient keys that schema.registry.<key> sets, with their types
+# confluent-kafka SchemaRegistryClient keys that schema.registry.<key> sets (config._REGISTRY_CLIENT_KEYS), with their types
 _CLIENT_KEYS = {"max.retries": int, "retries.wait.ms": int, "retries.max.wait.ms": int, "timeout": float,
                 "cache.capacity": int, "cache.latest.ttl.sec": int, "ssl.ca.location": str,
                 "ssl.certificate.location": str, "ssl.key.location": str, "ssl.key.password": str}
+assert set(_CLIENT_KEYS) == set(_REGISTRY_CLIENT_KEYS)
 
 
 def registryClient(configs: Mapping[str, Any]):

@@ -139,6 +139,10 @@ def test_avro_keys_and_values_as_default_serdes_by_confluent_class_names(url):
 def test_default_serde_without_registry_url_is_a_config_error():
     with pytest.raises(ConfigException, match="schema.registry.url"):
         StreamsConfig({"application.id": "a", "default.value.serde": "io.confluent.kafka.streams.serdes.avro.GenericAvroSerde"})
+    with pytest.raises(ConfigException, match=r"Unknown configuration 'schema.registry.max.retry'. Did you mean "
+                                              r"'schema.registry.max.retries'"):
+        StreamsConfig({"schema.registry.max.retry": 1})
+    assert StreamsConfig({"schema.registry.max.retries": "1"}).get("schema.registry.max.retries") == "1"
 
 
 def test_unconfigured_serde_in_consumed_fails_the_task_naming_configure():
