@@ -42,6 +42,7 @@ _EXPORTS = {
         "WallclockTimestampExtractor",
     ),
     ".serialization": ("Deserializer", "Serde", "Serdes", "Serializer"),
+    ".schema_registry": ("GenericAvroSerde", "SpecificAvroSerde", "KafkaProtobufSerde", "KafkaJsonSchemaSerde"),
     ".state": (
         "KeyValueStore", "QueryableStoreTypes", "SessionStore", "StoreQueryParameters", "Stores",
         "ValueAndTimestamp", "VersionedKeyValueStore", "VersionedRecord", "WindowStore",
@@ -119,6 +120,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs (test_public_api
         WallclockTimestampExtractor,
     )
     from .serialization import Deserializer, Serde, Serdes, Serializer
+    from .schema_registry import GenericAvroSerde, KafkaJsonSchemaSerde, KafkaProtobufSerde, SpecificAvroSerde
     from .state import (
         KeyValueStore, QueryableStoreTypes, SessionStore, StoreQueryParameters, Stores, ValueAndTimestamp,
         VersionedKeyValueStore, VersionedRecord, WindowStore,

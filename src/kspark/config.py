@@ -72,6 +72,30 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: ("LONG", 0, ("range", 0, None)),
     EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: ("LONG", 0, ("range", 0, None)),
 }
+# Confluent's schema-registry serde keys (AbstractKafkaSchemaSerDeConfig and the format configs),
+# passed with the whole config to default.key.serde / default.value.serde's configure()
+# (kspark.schema_registry)
+_SERDE_KEYS: dict[str, tuple] = {
+    "schema.registry.url": ("STRING", None, None),
+    "basic.auth.credentials.source": ("STRING", "URL", ("in", ("URL", "USER_INFO"))),
+    "basic.auth.user.info": ("PASSWORD", None, None),
+    "schema.registry.basic.auth.user.info": ("PASSWORD", None, None),
+    "auto.register.schemas": ("BOOLEAN", True, None),
+    "use.latest.version": ("BOOLEAN", False, None),
+    "normalize.schemas": ("BOOLEAN", False, None),
+    "key.subject.name.strategy": ("STRING", "io.confluent.kafka.serializers.subject.TopicNameStrategy", None),
+    "value.subject.name.strategy": ("STRING", "io.confluent.kafka.serializers.subject.TopicNameStrategy", None),
+    "specific.avro.reader": ("BOOLEAN", False, None),
+    "specific.protobuf.key.type": ("STRING", None, None),
+    "specific.protobuf.value.type": ("STRING", None, None),
+    "json.key.type": ("STRING", None, None),
+    "json.value.type": ("STRING", None, None),
+}
+# schema.registry.<key>: confluent-kafka's SchemaRegistryClient settings (kspark.schema_registry)
+_REGISTRY_CLIENT_KEYS = ("max.retries", "retries.wait.ms", "retries.max.wait.ms", "timeout", "cache.capacity",
+                         "cache.latest.ttl.sec", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                         "ssl.key.password")
+_SERDE_KEYS.update({f"schema.registry.{k}": ("STRING", None, None) for k in _REGISTRY_CLIENT_KEYS})
 # kspark's own defaults and checks for Kafka keys
 _STREAMS_OVERRIDES: dict[str, tuple] = {
     "state.dir": ("STRING", "/tmp/kspark-streams", None),
@@ -85,7 +109,7 @@ _APPLIED = frozenset({
     "application.id", "state.dir", "default.key.serde", "default.value.serde", "default.timestamp.extractor",
     "deserialization.exception.handler", "processing.exception.handler", "errors.dead.letter.queue.topic.name",
     "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
-    *(k for k in _KSPARK_DEFS if k.startswith("kspark.")),
+    *(k for k in _KSPARK_DEFS if k.startswith("kspark.")), *_SERDE_KEYS,
 })
 _KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor", "windowstore.changelog.additional.retention.ms"})
 _NO_STANDBYS = "kspark has no standby or warm-up tasks: a task on a new executor restores its stores from their changelogs"
@@ -151,6 +175,9 @@ _NOT_CLIENT_KEYS = {  # Kafka Streams' clients always move bytes (KafkaClientSup
 _KAFKA_CLASSES = {  # Kafka class-name packages -> kspark modules with the same class names
     "org.apache.kafka.streams.processor.": "kspark.processor",
     "org.apache.kafka.streams.errors.": "kspark.errors",
+    "io.confluent.kafka.streams.serdes.avro.": "kspark.schema_registry",  # GenericAvroSerde, SpecificAvroSerde
+    "io.confluent.kafka.streams.serdes.protobuf.": "kspark.schema_registry",  # KafkaProtobufSerde
+    "io.confluent.kafka.streams.serdes.json.": "kspark.schema_registry",  # KafkaJsonSchemaSerde
 }
 _KAFKA_SERDE = re.compile(r"org\.apache\.kafka\.common\.serialization\.Serdes[$.](\w+)Serde")
 
@@ -265,6 +292,8 @@ def _definition(key: str) -> tuple | None:
         return _KSPARK_DEFS[key]
     if key in _STREAMS_OVERRIDES:
         return _STREAMS_OVERRIDES[key]
+    if key in _SERDE_KEYS:
+        return _SERDE_KEYS[key]
     if key in _kafka.STREAMS:
         return _kafka.STREAMS[key][:3]
     if key in _CLIENT_KEYS:
@@ -290,7 +319,7 @@ def _unknownKey(key: str) -> ConfigException:
     if key.startswith("topic."):
         rest = key[len("topic."):]
         return ConfigException(f"Unknown configuration '{key}': '{rest}' is not a topic config." + _closest(rest, _TOPIC_KEYS))
-    known = [*_kafka.STREAMS, *_CLIENT_KEYS, *_KSPARK_DEFS, *_ALIASES]
+    known = [*_kafka.STREAMS, *_CLIENT_KEYS, *_KSPARK_DEFS, *_ALIASES, *_SERDE_KEYS]
     return ConfigException(f"Unknown configuration '{key}'." + _closest(key, known))
 
 
@@ -610,7 +639,12 @@ class StreamsConfig:
     (:meth:`clientConfigs`) and ``topic.*`` (:meth:`topicConfigs`); without it they have no
     effect and are logged as such. The addresses in ``bootstrap.servers`` are checked when a
     client is created (``KafkaStreams(...)``), as Kafka's clients check them: a
-    ``TopologyTestDriver`` takes ``"dummy config"``. Every other Kafka key is accepted and logged once (logger
+    ``TopologyTestDriver`` takes ``"dummy config"``. Confluent's schema-registry serde keys (``schema.registry.url``,
+    ``basic.auth.*``, ``auto.register.schemas``, ``use.latest.version``,
+    ``key.subject.name.strategy``/``value.subject.name.strategy``, ``specific.avro.reader``,
+    ``schema.registry.<client key>`` ...) are accepted and passed, with every other key, to
+    ``default.key.serde``/``default.value.serde``'s ``configure(originals, isKey)``, as Kafka
+    Streams does (``kspark.schema_registry``). Every other Kafka key is accepted and logged once (logger
     ``kspark.config``) with the reason it changes nothing on Spark. An unknown ``spark.*`` key is
     a WARNING with a did-you-mean (Spark ignores unknown keys).
 
@@ -713,6 +747,18 @@ class StreamsConfig:
                 if self._values.get(key, 0) > 5:
                     raise _invalid("max.in.flight.requests.per.connection", self._values[key],
                                    "Can't exceed 5 when exactly-once processing is enabled")
+        # Kafka's StreamsConfig.defaultKeySerde()/defaultValueSerde(): serde.configure(originals(), isKey)
+        # (a serde instance given here that its application configured already is left as it is)
+        for key, isKey in ((self.DEFAULT_KEY_SERDE_CLASS_CONFIG, True), (self.DEFAULT_VALUE_SERDE_CLASS_CONFIG, False)):
+            serde = self._values.get(key)
+            configure = getattr(serde, "configure", None)
+            if callable(configure) and not getattr(serde, "configured", False):
+                try:
+                    configure(dict(self._originals), isKey)
+                except ConfigException:
+                    raise
+                except Exception as e:
+                    raise _invalid(key, self._originals.get(key), f"configure() failed: {type(e).__name__}: {e}") from e
         self._logWithoutEffect()
 
     # ------------------------------------------------------------------ checks

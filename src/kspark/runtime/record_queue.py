@@ -212,6 +212,8 @@ class RecordQueue:
                 key = self._keySerde.deserialize(topic, rawKey)
                 value = self._valueSerde.deserialize(topic, rawValue)
             except Exception as e:
+                if isinstance(e, StreamsException):  # not the record's fault (an unreachable schema registry): the task fails
+                    raise
                 if self.onDeserializationError(self, raw, e):
                     continue  # skipped and counted by the handler's CONTINUE
                 raise StreamsException(
