@@ -1,13 +1,16 @@
 """Issue 36's classes of input in the catalogue: foreign-key joins whose result table is not
-cached (deletes of non-joining records and foreign-key moves to missing keys), ... Each
+cached (deletes of non-joining records and foreign-key moves to missing keys), processing,
+punctuation, deserialization and production errors with a dead-letter queue, ... Each
 scenario's Java twin, same name and order, is in ``java/conformance/Issue36.java``; the scenarios
 register into ``catalogue.CATALOGUE`` (imported at the end of ``catalogue.py``)."""
 
 from __future__ import annotations
 
-from kspark import Materialized, Serdes, Stores
+from datetime import timedelta
 
-from .catalogue import TWO_TABLES, TWO_TABLES_LEADING, orDash, scenario
+from kspark import Consumed, ContextualProcessor, Materialized, Produced, PunctuationType, Record, Serdes, Stores
+
+from .catalogue import TWO_TABLES, TWO_TABLES_LEADING, Gen, keys, orDash, scenario, serdeBytes
 
 
 def hexs(s: str | None) -> str | None:
@@ -87,3 +90,86 @@ for _name in ("fk.join.uncached.rejoin", "fk.leftJoin.uncached.rejoin"):
     def _(b, p, _build=_name):
         from .catalogue import CATALOGUE
         CATALOGUE[_build].build(b, p)
+
+
+# ------------------------------------------------------------------------------ processing errors and the dead-letter queue
+F = "failure"
+DLQ = {"errors.dead.letter.queue.topic.name": "dlq"}
+CONTINUE = {"processing.exception.handler": "LogAndContinueProcessingExceptionHandler"}
+LONG_VALUES = {"in": Gen(keys(), serdeBytes("Long", bad=0.2))}
+F20 = ("FINDINGS F20: what a failing step wrote (a failing handler's dead-letter record) shows at once in "
+       "kspark's driver, at the next call in Kafka's")
+
+
+def _failOnX(v):
+    if v is not None and v.startswith("x"):
+        raise RuntimeError("boom " + v)
+    return v
+
+
+def _failingMapValues(b, p):
+    b.stream("in").mapValues(_failOnX).to("out")
+
+
+def _longsThrough(b, p):
+    b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).to("out", Produced.with_(Serdes.String(), Serdes.Long()))
+
+
+scenario("fail.processing.dlq", F, java="fail.processing", outputs=("out", "dlq"), config=DLQ,
+         xfail=F20)(_failingMapValues)
+scenario("fail.processing.continue.dlq", F, java="fail.processing", outputs=("out", "dlq"),
+         config={**DLQ, **CONTINUE})(_failingMapValues)
+scenario("fail.deserialization.dlq", F, java="fail.deserialization", inputs=LONG_VALUES, outputs=("out", "dlq"),
+         config=DLQ)(_longsThrough)
+scenario("fail.deserialization.continue.dlq", F, java="fail.deserialization", inputs=LONG_VALUES,
+         outputs=("out", "dlq"),
+         config={**DLQ, "default.deserialization.exception.handler": "LogAndContinueExceptionHandler"})(_longsThrough)
+
+
+@scenario("fail.sink.wrongSerde.dlq", F, java="fail.sink.wrongSerde", inputs={"in": Gen(keys(), serdeBytes("Long", bad=0))},
+          outputs=("out", "dlq"), config=DLQ, xfail=F20)
+def _(b, p):
+    b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long())).mapValues(lambda v: v).to("out")
+
+
+class FailingTicker(ContextualProcessor):
+    """Forwards what it gets; its stream-time punctuator (every second) fails every other time."""
+
+    def init(self, context):
+        super().init(context)
+        self.ticks = 0
+
+        def tick(t):
+            self.ticks += 1
+            if (self.ticks - 1) % 2 == 1:
+                raise RuntimeError(f"tick {t}")
+            context.forward(Record("tick", str(t), t))
+
+        context.schedule(timedelta(milliseconds=1000), PunctuationType.STREAM_TIME, tick)
+
+    def process(self, record):
+        self.context().forward(record)
+
+
+def _failingTicker(b, p):
+    b.stream("in").process(FailingTicker).to("out")
+
+
+scenario("fail.punctuate", F, outputs=("out",), xfail=F20)(_failingTicker)
+scenario("fail.punctuate.dlq", F, java="fail.punctuate", outputs=("out", "dlq"), config=DLQ, xfail=F20)(_failingTicker)
+scenario("fail.punctuate.continue.dlq", F, java="fail.punctuate", outputs=("out", "dlq"),
+         config={**DLQ, **CONTINUE})(_failingTicker)
+
+
+def _failingReduce(b, p):
+    def reducer(a, v):
+        if v.endswith("x"):
+            raise RuntimeError("boom " + a + "+" + v)
+        return a + v
+
+    b.stream("in").selectKey(lambda k, v: None if v is None else v[0:1]).groupByKey().reduce(reducer) \
+        .toStream().to("out")
+
+
+scenario("fail.processing.repartitioned.dlq", F, java="fail.processing.repartitioned", outputs=("out", "dlq"),
+         cached=True, config={**DLQ, **CONTINUE, "application.id": "app"})(_failingReduce)

@@ -4,11 +4,16 @@ import static conformance.Catalogue.orDash;
 import static conformance.Catalogue.sb;
 
 import conformance.Harness.Scenario;
+import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.ContextualProcessor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
@@ -23,6 +28,7 @@ final class Issue36 {
 
     static void all(final Map<String, Scenario> m) {
         fkJoins(m);
+        deadLetterQueue(m);
     }
 
     static String fk(final String v) {
@@ -68,5 +74,39 @@ final class Issue36 {
                     .withCachingDisabled())
                 .toStream().to("rej");
         }));
+    }
+
+    // ------------------------------------------------------------------ processing errors and the dead-letter queue
+    /** Forwards what it gets; its stream-time punctuator (every second) fails every other time. */
+    static final class FailingTicker extends ContextualProcessor<String, String, String, String> {
+        private int ticks;
+
+        @Override
+        public void init(final ProcessorContext<String, String> context) {
+            super.init(context);
+            context.schedule(Duration.ofMillis(1000), PunctuationType.STREAM_TIME, t -> {
+                if (ticks++ % 2 == 1) {
+                    throw new IllegalStateException("tick " + t);
+                }
+                context.forward(new Record<>("tick", Long.toString(t), t));
+            });
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            context().forward(record);
+        }
+    }
+
+    static void deadLetterQueue(final Map<String, Scenario> m) {
+        m.put("fail.punctuate", p -> sb(b -> b.<String, String>stream("in").process(FailingTicker::new).to("out")));
+        m.put("fail.processing.repartitioned", p -> sb(b -> b.<String, String>stream("in")
+            .selectKey((k, v) -> v == null ? null : v.substring(0, 1)).groupByKey()
+            .reduce((a, v) -> {
+                if (v.endsWith("x")) {
+                    throw new IllegalStateException("boom " + a + "+" + v);
+                }
+                return a + v;
+            }).toStream().to("out")));
     }
 }
