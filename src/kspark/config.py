@@ -399,6 +399,9 @@ def _resolve(key: str, value: Any) -> Any:
     source = _named(key, value) if isinstance(value, str) else value
 
     def fits(obj) -> bool:
+        if key in ("deserialization.exception.handler", "processing.exception.handler") and callable(
+                getattr(obj, "handleError", None)):
+            return True  # Kafka 4's handleError(context, record, exception) -> Response
         return all(callable(getattr(obj, m, None)) for m in methods)
 
     instance = source
@@ -984,10 +987,21 @@ class StreamsConfig:
         return self._handler(self.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndFailProcessingExceptionHandler)
 
     def _handler(self, key: str, default: type):
+        """The handler ``key`` names (``default`` if unset), configured with this config as
+        Kafka's ``getConfiguredInstance`` does (``configure(configs)``: the built-in handlers read
+        ``errors.dead.letter.queue.topic.name`` there)."""
         value = self._values.get(key)
         if value is None:
-            return default()
-        return value() if not callable(getattr(value, "handle", None)) or isinstance(value, type) else value
+            handler = default()
+        elif isinstance(value, type) or not (callable(getattr(value, "handleError", None))
+                                             or callable(getattr(value, "handle", None))):
+            handler = value()
+        else:
+            handler = value
+        configure = getattr(handler, "configure", None)
+        if callable(configure):
+            configure(dict(self._values))
+        return handler
 
     def defaultTimestampExtractor(self):
         """``default.timestamp.extractor``, ``FailOnInvalidTimestamp()`` if unset."""

@@ -1620,3 +1620,4 @@ for _form in ("value", "keyValue", "valueInstant", "keyValueInstant", "keyValueL
 
 
 from . import catalogue_dsl20  # noqa: E402,F401  (issue 20's operators register here)
+from . import catalogue_issue36  # noqa: E402,F401  (issue 36's classes of input register here)

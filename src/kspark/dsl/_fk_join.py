@@ -41,7 +41,10 @@ def foreignKeyJoin(left: "KTable", other: "KTable", extractor: Callable, joiner:
       topics, created like repartition topics;
     - the subscription store ``KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<n>`` on the right side;
     - the result table, a ``KTableSource`` ``KTABLE-FK-JOIN-OUTPUT-<n>`` materialized in
-      ``materialized``'s store when it is named (``KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>`` otherwise).
+      ``materialized``'s store when it is named (``KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>`` otherwise),
+      cached unless ``materialized`` disables caching (then an inner join's delete of a left entry
+      that never joined, or its move to another missing foreign key, gives Kafka's "unnecessary"
+      tombstone, which the cache would drop as a delete of a key the store does not hold).
 
     Output: ``joiner(leftValue, rightValue)`` under the left key when a left entry's foreign key
     has a right value (left join: also ``joiner(leftValue, None)`` when it has none or the foreign
@@ -134,7 +137,7 @@ def foreignKeyJoin(left: "KTable", other: "KTable", extractor: Callable, joiner:
     def storeBuilder():
         return keyValueStoreBuilder("KTable.join", keyed, resultStore, versioned=True)
 
-    supplier = KTableSourceSupplier(topology, resultName, resultStore, None, storeBuilder)
+    supplier = KTableSourceSupplier(topology, resultName, resultStore, None, storeBuilder, materialized.caching)
     topology.addProcessor(resultName, supplier, resolverName)
     if materialized.storeName is not None:
         supplier.materialize()

@@ -69,6 +69,8 @@ class StampedRecord(NamedTuple):
     topic: str
     partition: int
     offset: int
+    rawKey: bytes | None = None    # the bytes it was read from (an ErrorHandlerContext's sourceRawKey)
+    rawValue: bytes | None = None
 
 
 class RecordQueue:
@@ -194,7 +196,7 @@ class RecordQueue:
             return None
         if timestamp > self.partitionTime:
             self.partitionTime = timestamp
-        return _tupleNew(StampedRecord, (timestamp, k, v, headers, self.topic, self.partition, offset))
+        return _tupleNew(StampedRecord, (timestamp, k, v, headers, self.topic, self.partition, offset, key, value))
 
     def unprocessed(self) -> list[RawRecord]:
         """Raw records not yet polled (head included), for hosts that carry them to the next batch."""
@@ -223,7 +225,8 @@ class RecordQueue:
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
             if extracted is not None:
-                self.head = _tupleNew(StampedRecord, (extracted, key, value, headers, topic, self.partition, offset))
+                self.head = _tupleNew(StampedRecord, (extracted, key, value, headers, topic, self.partition, offset,
+                                                      rawKey, rawValue))
                 self._headRaw = raw
                 continue
             consumerRecord = ConsumerRecord(topic, self.partition, offset, timestamp, key, value, headers)
@@ -243,7 +246,8 @@ class RecordQueue:
                 )
                 self._metrics.recordDropped(self._taskId, self.sourceNodeName, "negative extracted timestamp")
                 continue
-            self.head = _tupleNew(StampedRecord, (ts, key, value, headers, topic, self.partition, offset))
+            self.head = _tupleNew(StampedRecord, (ts, key, value, headers, topic, self.partition, offset, rawKey,
+                                                  rawValue))
             self._headRaw = raw
 
 

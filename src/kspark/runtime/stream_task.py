@@ -12,7 +12,7 @@ from itertools import count, repeat
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
-from ..errors import DeserializationHandlerResponse, ErrorHandlerContext, ProcessorStateException, StreamsException
+from ..errors import ErrorHandlerContext, ProcessorStateException, StreamsException, handleError
 from .._duration import toMillis
 from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, RecordMetadata
 from ..serialization import IncompatibleTypeException, javaSerializerName, javaTypeName
@@ -106,6 +106,10 @@ class _Context(ProcessorContext):
         self._task = task
         self.currentNode: _Node | None = None
         self.metadata: RecordMetadata | None = None
+        # the input record being processed, as polled (StampedRecord: its rawKey/rawValue are the
+        # ErrorHandlerContext's sourceRawKey/sourceRawValue); None in a punctuator, a cache flush
+        # or for a buffered record, whose record context Kafka keeps without the raw record
+        self.sourceRecord = None
 
     def forward(self, record: Record, childName: str | None = None) -> None:
         node = self.currentNode
@@ -277,8 +281,8 @@ class SinkWriter:
         partitioner = self.partitioner
         # Kafka's RecordCollectorImpl asks the partitioner before it serializes
         partitions = partitioner(topic, key, value, n) if partitioner else None
-        keyBytes = self._serialize(self.keySerde, "key", topic, key, partitions, timestamp)
-        valueBytes = self._serialize(self.valueSerde, "value", topic, value, partitions, timestamp)
+        keyBytes = self._serialize(self.keySerde, "key", topic, key, partitions, timestamp, headers)
+        valueBytes = self._serialize(self.valueSerde, "value", topic, value, partitions, timestamp, headers)
         if partitions is None:
             # DP-1: the producer hashes a non-null key; a null key is spread without hashing
             # (Kafka's sticky partitioner; here a deterministic round robin per task and sink).
@@ -306,12 +310,31 @@ class SinkWriter:
             self._produced.append(_tupleNew(ProducedRecord, (topic, partition, timestamp, keyBytes, valueBytes, headers)))
 
 
-    @staticmethod
-    def _serialize(serde, what: str, topic: str, data, partitions, timestamp: int) -> bytes | None:
+    def _serialize(self, serde, what: str, topic: str, data, partitions, timestamp: int, headers: tuple) -> bytes | None:
         try:
             return serde.serialize(topic, data)
         except Exception as e:
+            if not isinstance(e, IncompatibleTypeException) and self._context is not None:
+                self._productionError(e, timestamp, headers)
             raise serializationError(serde, what, topic, data, partitions, timestamp, e)
+
+    def _productionError(self, e: Exception, timestamp: int, headers: tuple) -> None:
+        """Kafka's ``DefaultProductionExceptionHandler.handleSerializationError`` (the only
+        production handler kspark has): FAIL, after writing the input record's dead-letter record
+        when ``errors.dead.letter.queue.topic.name`` is set (KIP-1034; the sink's processing
+        handler then meets the ``StreamsException`` and may write its own)."""
+        task = self._context._task
+        if task._deadLetterTopic is None:
+            return
+        from ..errors import buildDeadLetterQueueRecord
+
+        meta, source = self._context.metadata, self._context.sourceRecord
+        context = ErrorHandlerContext(meta[0] if meta else None, meta[1] if meta else -1, meta[2] if meta else -1,
+                                      timestamp, headers, self.name, task.taskId,
+                                      None if source is None else source.rawKey,
+                                      None if source is None else source.rawValue)
+        task.sendDeadLetters([buildDeadLetterQueueRecord(task._deadLetterTopicName, context.sourceRawKey, context.sourceRawValue, context, e)],
+                             context)
 
 
 def classCastInvoking(nodeName: str, record: Record, cause) -> StreamsException:
@@ -423,9 +446,9 @@ class StreamTask:
         self.defaultKeySerde, self.defaultValueSerde = defaultKey, defaultValue
         self._deserializationHandler = config.deserializationExceptionHandler()
         self._processingHandler = config.processingExceptionHandler()
-        dlq = config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
+        dlq = self._deadLetterTopicName = config.get(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG)
         self._deadLetterTopic = None if dlq is None else topicName(dlq)
-        self._numPartitions = numPartitions
+        self._topicName, self._numPartitions = topicName, numPartitions
         self.stores = {
             name: storeBuilders[name].build(defaultKey, defaultValue) for name in subtopology.stores
         }
@@ -556,13 +579,16 @@ class StreamTask:
         self._onProcessingError(node, record, e)
 
     # ------------------------------------------------------------------ error handling
-    def _errorContext(self, node: _Node | None, record: Record | None, raw=None) -> ErrorHandlerContext:
-        meta = self.context.metadata
+    def _errorContext(self, node: _Node | None, record: Record | None, timestamp: int = -1) -> ErrorHandlerContext:
+        """Kafka ``DefaultErrorHandlerContext`` of the current record context: the input record's
+        topic, partition, offset and raw bytes (none in a punctuator), the failing node's record's
+        timestamp and headers (``timestamp`` in a punctuator)."""
+        meta, source = self.context.metadata, self.context.sourceRecord
         return ErrorHandlerContext(
             meta[0] if meta else None, meta[1] if meta else -1, meta[2] if meta else -1,
-            record.timestamp() if record is not None else -1, record._headers if record is not None else (),
+            record.timestamp() if record is not None else timestamp, record._headers if record is not None else (),
             node.name if node else None, self.taskId,
-            raw.key if raw is not None else None, raw.value if raw is not None else None,
+            source.rawKey if source is not None else None, source.rawValue if source is not None else None,
         )
 
     def _onProcessingError(self, node: _Node, record: Record | None, e: Exception) -> None:
@@ -583,34 +609,29 @@ class StreamTask:
         if not self._handle(self._deserializationHandler, context, raw, e):
             return False
         self.metrics.recordDropped(self.taskId, queue.sourceNodeName, "deserialization error")
-        self._toDeadLetterQueue(context, e)
         return True
 
     def _handle(self, handler, context: ErrorHandlerContext, record, e: Exception) -> bool:
-        try:
-            response = handler.handle(context, record, e)
-        except Exception as handlerError:
-            raise StreamsException(f"Fatal user code error in exception handler {type(handler).__name__}") from handlerError
-        if response not in (DeserializationHandlerResponse.CONTINUE, DeserializationHandlerResponse.FAIL):
-            raise StreamsException(f"{type(handler).__name__}.handle() returned {response!r}, not CONTINUE or FAIL")
-        return response is DeserializationHandlerResponse.CONTINUE
+        """Ask ``handler`` (Kafka 4's ``handleError``, or 3's ``handle``); send the dead-letter
+        records it returns, whether it resumes or fails (Kafka's ``ProcessorNode``,
+        ``RecordDeserializer``, ``StreamTask.punctuate``); return whether to resume."""
+        response = handleError(handler, context, record, e)
+        records = response.deadLetterQueueRecords()
+        if records:
+            self.sendDeadLetters(records, context)
+        return response.result().name == "RESUME"
 
-    def _toDeadLetterQueue(self, context: ErrorHandlerContext, e: Exception) -> None:
-        """With ``errors.deadletterqueue.topic.name`` set, write the original bytes there with
-        KIP-1034's error headers."""
-        if self._deadLetterTopic is None:
-            return
-        headers = tuple(context.headers) + (
-            ("__streams.errors.exception", type(e).__qualname__.encode()),
-            ("__streams.errors.message", str(e).encode()),
-            ("__streams.errors.topic", str(context.topic).encode()),
-            ("__streams.errors.partition", str(context.partition).encode()),
-            ("__streams.errors.offset", str(context.offset).encode()),
-        )
-        n = self._numPartitions(self._deadLetterTopic)
-        partition = partitionForKey(context.sourceRawKey, n) if context.sourceRawKey is not None else context.partition % n
-        self.produced.append(ProducedRecord(self._deadLetterTopic, partition, max(context.timestamp, 0),
-                                            context.sourceRawKey, context.sourceRawValue, headers))
+    def sendDeadLetters(self, records, context: ErrorHandlerContext) -> None:
+        """Write a handler's dead-letter records (``ProducerRecord``, KIP-1034), as Kafka's
+        ``RecordCollector.send(producerRecord)``: to their own partition, else the key's
+        (murmur2, a null key: the input record's partition)."""
+        for r in records:
+            topic = self._topicName(r.topic)
+            n = self._numPartitions(topic)
+            partition = r.partition if r.partition is not None else (
+                partitionForKey(r.key, n) if r.key is not None else max(context.partition, 0) % n)
+            self.produced.append(ProducedRecord(topic, partition, max(r.timestamp, 0), r.key, r.value,
+                                                tuple(r.headers or ())))
 
     def _sinkCall(self, node: _Node, spec: SinkNodeSpec, topic: str | None, numPartitions, defaultKey, defaultValue):
         writer = node.sink = SinkWriter(spec.name, topic, _serde(spec.keySerde, defaultKey, defaultKey, defaultValue, self.applicationId),
@@ -796,7 +817,7 @@ class StreamTask:
         except Exception as e:  # P-8: through the processing exception handler
             if getattr(e, "failedProcessing", False):
                 raise
-            context_ = self._errorContext(sched.node, None)
+            context_ = self._errorContext(sched.node, None, now)
             if self._handle(self._processingHandler, context_, None, e):
                 self.metrics.recordDropped(self.taskId, sched.node.name, f"punctuator error: {type(e).__name__}")
                 return
@@ -836,8 +857,9 @@ class StreamTask:
         if record is None:
             return False
         context = self.context
-        context.metadata = _tupleNew(RecordMetadata, record[4:])  # (topic, partition, offset), no NamedTuple __new__
-        timestamp, key, value, headers, _, _, _ = record
+        context.metadata = _tupleNew(RecordMetadata, record[4:7])  # (topic, partition, offset), no NamedTuple __new__
+        context.sourceRecord = record
+        timestamp, key, value, headers = record[:4]
         source = queue.sourceNode
         try:
             fused = source.fused
@@ -851,7 +873,7 @@ class StreamTask:
                 source.process(Record(key, value, timestamp, headers))
         finally:
             context.currentNode = None
-            context.metadata = None
+            context.metadata = context.sourceRecord = None
         return True
 
     def processAll(self, wallClockTime: int) -> int:

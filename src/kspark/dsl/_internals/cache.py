@@ -438,7 +438,8 @@ class RecordCache:
                 deleted.append(key)
         self.dirty = {}
         context = self.processor.context()
-        current = context.metadata
+        current, source = context.metadata, getattr(context, "sourceRecord", None)
+        context.sourceRecord = None  # Kafka: a cache entry's record context has no raw record
         try:
             for entry in out if self.forwards else ():
                 if entry.record.value().newValue is None and not entry.existed:
@@ -450,7 +451,7 @@ class RecordCache:
                     record = record.withValue(type(change)(self.store._thaw(change.newValue), change.oldValue))
                 context.forward(record)
         finally:
-            context.metadata = current
+            context.metadata, context.sourceRecord = current, source
         for key in deleted:
             entry = self.entries.pop(key, None)
             if entry is not None:

@@ -113,12 +113,12 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         toStream(), the node that forwarded to the sink (KIP-1033; FAIL raises)."""
         rec = current[0]
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
-        context.currentNode = toStream
+        context.currentNode, context.sourceRecord = toStream, rec
         try:
             task._onProcessingError(toStream, Record(_Windowed(key, windowOf(start, end)), Change(value, None), timestamp,
                                                      headers), e)
         finally:
-            context.currentNode = context.metadata = None
+            context.currentNode = context.metadata = context.sourceRecord = None
 
     def emitAny(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
@@ -166,11 +166,12 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
 
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.sourceRecord = rec
         try:
             source.process(Record(rec.key, rec.value, rec.timestamp, rec.headers))
         finally:
             context.currentNode = None
-            context.metadata = None
+            context.metadata = context.sourceRecord = None
 
     def processPolled(rec) -> None:
         """Process ``rec``, just polled from ``queue`` (its partition time already advanced)."""
@@ -193,11 +194,11 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             if isinstance(e, IncompatibleTypeException):  # as the per-node path: not this node's handler's
                 raise classCastInvoking(node.name, Record(key, rec.value, ts, rec.headers), e) from e.classCast()
             context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
-            context.currentNode = node
+            context.currentNode, context.sourceRecord = node, rec
             try:
                 task._onProcessingError(node, Record(key, rec.value, ts, rec.headers), e)
             finally:
-                context.currentNode = context.metadata = None
+                context.currentNode = context.metadata = context.sourceRecord = None
 
     def run(limit: int | None) -> int:
         n = 0

@@ -55,13 +55,14 @@ class KStreamKTableJoin(ContextualProcessor):
             self._join(record)
             return
         context = self.context()
-        current = getattr(context, "metadata", None)
+        current, source = getattr(context, "metadata", None), getattr(context, "sourceRecord", None)
         try:
             for buffered, meta in buffer.evict():
-                context.metadata = meta  # Kafka: the buffered record's own record context
+                context.metadata = meta  # Kafka: the buffered record's own record context (no raw record)
+                context.sourceRecord = None
                 self._join(buffered)
         finally:
-            context.metadata = current
+            context.metadata, context.sourceRecord = current, source
 
     def fusedStep(self, drop):
         """``process`` as a step of a fused chain (``StreamTask._fuseChains``): the joined value

@@ -74,6 +74,7 @@ final class Catalogue {
         failures(m);
         apiForms(m);
         Issue20.all(m);
+        Issue36.all(m);
         return m;
     }
 
