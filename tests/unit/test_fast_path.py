@@ -321,7 +321,7 @@ def rawInputs(draw):
     return out
 
 
-@settings(max_examples=600, deadline=None, derandomize=True)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(raws=rawInputs(), gap=st.integers(1, 25), grace=st.integers(0, 30), retention=st.sampled_from([None, 150_000]),
        batch=st.sampled_from([5, 40, 1000]), runs=st.sampled_from([(1, 1000), (2, 7), (1, 3)]),
        asColumns=st.booleans())
