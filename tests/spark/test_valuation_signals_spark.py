@@ -121,7 +121,7 @@ def test_seed_004_join_without_repartition_is_rejected_before_spark_runs(tmp_pat
 
 
 def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spark, tmp_path, inputs, expected, driverStore):
-    """Issue 8: kill -9 the whole Spark run (driver, JVM, Python workers) four times at random
+    """Issue 8: kill -9 the whole Spark run (driver, JVM, Python workers) three times at random
     points, restart from the checkpoint each time; the final signals and the dedup store equal an
     uninterrupted run's (the driver's)."""
     import random
@@ -134,7 +134,7 @@ def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spar
     runner = Path(__file__).with_name("_crash_runner.py")
     rng = random.Random(2026)
     kills = 0
-    for _ in range(4):
+    for _ in range(3):
         proc = subprocess.Popen([sys.executable, str(runner), str(tmp_path)], start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -142,7 +142,7 @@ def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(spar
         except subprocess.TimeoutExpired:
             killRun(proc)  # and its pyspark daemons, so that the next run does not overlap them
             kills += 1
-    assert kills >= 3  # most runs were cut short
+    assert kills >= 2  # most runs were cut short
     final = subprocess.run([sys.executable, str(runner), str(tmp_path)], capture_output=True, timeout=600)
     assert final.returncode == 0, final.stderr.decode()[-2000:]
 
