@@ -204,6 +204,6 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
         if upper < 0:
             return
         lower = 0 if last == -1 else max(0, last - d)
-        for kv in self.store._fetchAllTimeFirst(lower, upper):
+        for kv in self.store.fetchAll(lower, upper):
             self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
         meta["lastEmitWindowCloseTime"] = closeTime

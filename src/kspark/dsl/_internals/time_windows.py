@@ -113,8 +113,8 @@ class KStreamWindowAggregate(ContextualProcessor):
         lower = 0 if last == -1 else max(0, last - size) + 1
         if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
             return  # no new window closed since the last emission
-        due = list(self.store._fetchAllTimeFirst(lower, upper))
-        if self.cache.enabled and lower < self.store._observed - self.store._retentionMs:
+        due = list(self.store.fetchAll(lower, upper))
+        if self.cache.enabled and lower < self.store._oldestVisible():
             due = self.cache.hiddenWindows(due, lower, upper)  # windows the store hides, still cached
         for kv in due:
             self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
