@@ -304,26 +304,28 @@ scenario("sliding.count.emitFinal.inMemory", "slidingWindows", cached=True, stor
 scenario("sliding.count.emitFinal.inMemory.retentionEdge", "slidingWindows", java="sliding.count.emitFinal.inMemory",
          cached=True, stores=SW, steps=SLIDING_EDGE)(_slidingEmitFinalInMemory)
 
-# size 1000, grace 500, retention 1500: b@3000 makes the store's time 3000 and closes a's window
-# [1500, 2500), which starts exactly at the retention edge
+# hopping windows of 1000 every 500, grace 500, retention 1500: b@3000 makes the store's time 3000
+# and closes a's window [1500, 2500), which starts exactly at the retention edge
 TIME_EDGE = _steps(("a", 1500), ("b", 3000), ("c", 3600))
+HOPPING = TimeWindows.ofSizeAndGrace(ms(1000), ms(500)).advanceBy(ms(500))
 
 
-@scenario("wcount.emitFinal.retentionEdge", F, java="wcount.emitFinal", cached=True, steps=TIME_EDGE)
-def _(b, p):
-    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(ms(1000), ms(500)))
-     .emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
+def _hoppingEmitFinal(b, p):
+    (b.stream("in").groupByKey().windowedBy(HOPPING).emitStrategy(EmitStrategy.onWindowClose()).count().toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
-def _timeEmitFinalInMemory(b, p):
-    (b.stream("in").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(ms(1000), ms(500)))
-     .emitStrategy(EmitStrategy.onWindowClose())
+def _hoppingEmitFinalInMemory(b, p):
+    """A store supplier of the user's: Kafka's in-memory window store, not the time-ordered one."""
+    (b.stream("in").groupByKey().windowedBy(HOPPING).emitStrategy(EmitStrategy.onWindowClose())
      .count(Materialized.as_(Stores.inMemoryWindowStore("tw", ms(1500), ms(1000), False))).toStream()
      .map(lambda w, c: KeyValue.pair(wk(w), c)).to("out", LONGS))
 
 
 TW = ({"name": "tw", "kind": "twindow"},)
-scenario("wcount.emitFinal.inMemory", F, cached=True, stores=TW)(_timeEmitFinalInMemory)
-scenario("wcount.emitFinal.inMemory.retentionEdge", F, java="wcount.emitFinal.inMemory", cached=True, stores=TW,
-         steps=TIME_EDGE)(_timeEmitFinalInMemory)
+scenario("wcount.hopping.emitFinal", F, cached=True, records=30)(_hoppingEmitFinal)
+scenario("wcount.hopping.emitFinal.retentionEdge", F, java="wcount.hopping.emitFinal", cached=True,
+         steps=TIME_EDGE)(_hoppingEmitFinal)
+scenario("wcount.hopping.emitFinal.inMemory", F, cached=True, stores=TW, records=30)(_hoppingEmitFinalInMemory)
+scenario("wcount.hopping.emitFinal.inMemory.retentionEdge", F, java="wcount.hopping.emitFinal.inMemory", cached=True,
+         stores=TW, steps=TIME_EDGE)(_hoppingEmitFinalInMemory)

@@ -175,8 +175,12 @@ final class Issue36 {
             .emitStrategy(EmitStrategy.onWindowClose())
             .count(Materialized.as(Stores.inMemoryWindowStore("sw", ms(1200), ms(500), false)))
             .toStream().map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
-        m.put("wcount.emitFinal.inMemory", p -> sb(b -> b.<String, String>stream("in").groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(ms(1000), ms(500)))
+        m.put("wcount.hopping.emitFinal", p -> sb(b -> b.<String, String>stream("in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(1000), ms(500)).advanceBy(ms(500)))
+            .emitStrategy(EmitStrategy.onWindowClose()).count()
+            .toStream().map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
+        m.put("wcount.hopping.emitFinal.inMemory", p -> sb(b -> b.<String, String>stream("in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(1000), ms(500)).advanceBy(ms(500)))
             .emitStrategy(EmitStrategy.onWindowClose())
             .count(Materialized.as(Stores.inMemoryWindowStore("tw", ms(1500), ms(1000), false)))
             .toStream().map((w, c) -> KeyValue.pair(wk(w), c)).to("out", Produced.with(Serdes.String(), Serdes.Long()))));
