@@ -237,6 +237,12 @@ def _(b, p):
 
 
 # ------------------------------------------------------------------------------ wall-clock emit intervals (item 4)
+def _buildOf(name, b, p):
+    """Build the topology of scenario ``name``."""
+    from .catalogue import CATALOGUE
+    CATALOGUE[name].build(b, p)
+
+
 F = "timeWindows"
 INTERVAL = {"__emit.interval.ms.kstreams.windowed.aggregation__": "1000"}
 
@@ -246,6 +252,19 @@ def _emitIntervalSteps(rng):
     steps = generateSteps(STREAM, rng, 30)
     for i in sorted(rng.sample(range(len(steps)), 10), reverse=True):
         steps.insert(i, {"advance": rng.choice([200, 500, 1000, 2500])})
+    return steps
+
+
+INTERVAL_FIXED = (("a", 100), ("b", 1600), 1000, ("c", 1700), ("a", 2600), 500, ("b", 2700), 500, ("c", 2800),
+                  ("c", 2900), 2500, ("a", 3100), ("a", 3900), 1000, ("b", 3950))
+
+
+def _intervalFixed(rng):
+    """tests/unit/test_emit_interval.py's input: records and wall-clock advances."""
+    steps = []
+    for step in INTERVAL_FIXED:
+        steps.append({"advance": step} if isinstance(step, int) else
+                     {"pipe": "in", "k": hexs(step[0]), "v": hexs("x"), "ts": step[1], "h": []})
     return steps
 
 
@@ -274,6 +293,15 @@ def _slidingEmitFinal(b, p):
 
 scenario("sliding.count.emitFinal.emitInterval", "slidingWindows", java="sliding.count.emitFinal", cached=True,
          steps=_emitIntervalSteps, config=INTERVAL)(_slidingEmitFinal)
+
+scenario("wcount.emitFinal.noInterval.fixed", F, java="wcount.emitFinal", cached=True, steps=_intervalFixed)(
+    lambda b, p: _buildOf("wcount.emitFinal.emitInterval", b, p))
+
+for _name, _family in (("wcount.emitFinal", F), ("scount.emitFinal", "sessionWindows"),
+                       ("sliding.count.emitFinal", "slidingWindows")):
+    @scenario(_name + ".emitInterval.fixed", _family, java=_name, cached=True, steps=_intervalFixed, config=INTERVAL)
+    def _(b, p, _build=_name + ".emitInterval"):
+        _buildOf(_build, b, p)
 
 
 # ------------------------------------------------------------------------------ window-store retention edges (item 5)

@@ -13,8 +13,8 @@ import logging
 
 import pytest
 
-from kspark import (Consumed, EmitStrategy, Grouped, Materialized, Serdes, SlidingWindows, Stores, StreamsBuilder,
-                    Suppressed, TopologyException, WindowedSerdes)
+from kspark import (Consumed, EmitStrategy, Grouped, Materialized, Produced, Serdes, SlidingWindows, Stores,
+                    StreamsBuilder, Suppressed, TopologyException, WindowedSerdes)
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TopologyTestDriver
 
@@ -406,3 +406,33 @@ def test_join_of_two_windowed_tables_KStreamSlidingWindowAggregateTest_testJoin(
                                  ("C", 13, 23, "0+c", 17), ("C", 7, 17, "0+c+c", 17)]
             assert p2.take() == [("A", 11, 21, "0+1%0+a", 15), ("A", 5, 15, "0+1+1%0+a+a", 15),
                                  ("B", 6, 16, "0+2+2%0+b", 16), ("C", 13, 23, "0+3%0+c", 19)]
+
+
+# ---------------------------------------------------------------------------------- retention edge of emit-final
+@pytest.mark.parametrize("userStore", [False, True])
+def test_emit_final_store_keeps_the_window_at_its_retention_edge(userStore):
+    """Issue 36 item 5. Time difference 500, grace 200, retention 1200: c's late record puts its right
+    window [2000, 2500] (store time 2000), so a's left window [800, 1300] starts exactly at
+    ``2000 - 1200``. Emit-final's own store is Kafka's time-ordered one, whose reads still show it
+    (``AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom``): a@1500 finds a@1300 and creates
+    its right window [1301, 1801], emitted when d@2600 closes it. A user's in-memory store hides it
+    (``observedStreamTime - retention + 1``) and the window is never made. Kafka 4.3.1's records
+    (conformance ``sliding.count.emitFinal[.inMemory].retentionEdge``)."""
+    b = StreamsBuilder()
+    m = (Materialized.as_(Stores.inMemoryWindowStore("sw", 1200, 500, False)) if userStore
+         else Materialized.with_(Serdes.String(), Serdes.Long()))
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(500, 200)).emitStrategy(EmitStrategy.onWindowClose())
+     .count(m).toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 500),
+                                                   Serdes.Long())))
+    steps = []
+    with TopologyTestDriver(b.build(), PROPS) as d:
+        inp = d.createInputTopic("in")
+        out = d.createOutputTopic("out", WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 500), Serdes.Long())
+        for k, ts in (("a", 1300), ("c", 2000), ("c", 1999), ("a", 1500), ("d", 2100), ("d", 2600)):
+            inp.pipeInput(k, "x", ts)
+            steps.append([(f"{r.key().key()}@{r.key().window().start()}/{r.key().window().end()}", r.value(),
+                           r.timestamp()) for r in out.readRecordsToList()])
+    created = [] if userStore else [("a@1301/1801", 1, 1500)]
+    assert steps == [[], [("a@800/1300", 1, 1300)], [], [], created,
+                     [("c@1499/1999", 1, 1999), ("c@1500/2000", 2, 2000), ("d@1600/2100", 1, 2100)]]
