@@ -30,6 +30,12 @@ F = "fkJoin"
 FK = dict(cached=True, inputs=TWO_TABLES, leading=TWO_TABLES_LEADING, records=30)
 
 
+def _buildOf(name, b, p):
+    """Build the topology of scenario ``name``."""
+    from .catalogue import CATALOGUE
+    CATALOGUE[name].build(b, p)
+
+
 def uncached(named: bool) -> Materialized:
     """KTableKTableForeignKeyJoinIntegrationTest's result table: "the cache suppresses some of the
     unnecessary tombstones we want to make assertions about"."""
@@ -236,12 +242,33 @@ def _(b, p):
         .leftJoin(t2, lambda c, d: str(c) + "/" + orDash(d)).map(lambda w, v: KeyValue.pair(wk(w), v)).to("out")
 
 
-# ------------------------------------------------------------------------------ wall-clock emit intervals (item 4)
-def _buildOf(name, b, p):
-    """Build the topology of scenario ``name``."""
-    from .catalogue import CATALOGUE
-    CATALOGUE[name].build(b, p)
+def _twoTopics(*records):
+    return lambda rng: [{"pipe": t, "k": hexs(k), "v": hexs(v), "ts": ts, "h": []} for t, k, v, ts in records]
 
+
+# tests/unit/test_windowed_table_joins.py's inputs
+SESSION_JOIN = _twoTopics(("in1", "a", "x", 100), ("in2", "a", "y", 100), ("in1", "a", "x", 400),
+                          ("in2", "b", "y", 500), ("in2", "a", "y", 450), ("in1", "b", "x", 2000))
+TIME_JOIN = _twoTopics(("in1", "a", "x", 100), ("in2", "a", "p", 200), ("in1", "a", "x", 700), ("in2", "b", "q", 900),
+                       ("in2", "a", None, 950), ("in1", "b", "x", 1200))
+for _name, _steps in (("wtable.session.outerJoin", SESSION_JOIN), ("wtable.time.leftJoin", TIME_JOIN)):
+    @scenario(_name + ".fixed", F, java=_name, cached=True, steps=_steps)
+    def _(b, p, _build=_name):
+        _buildOf(_build, b, p)
+
+
+@scenario("wtable.cogroup.join", "failure", **WJ)
+def _(b, p):
+    """A windowed cogroup's table cannot be read by key: Kafka's KTablePassThrough value getter
+    needs a key-value store (KeyValueStoreWrapper) and fails when the task starts."""
+    windows = TimeWindows.ofSizeWithNoGrace(ms(1000))
+    g1 = b.stream("in1").groupByKey()
+    cogrouped = g1.cogroup(lambda k, v, a: a + orDash(v)).windowedBy(windows).aggregate(lambda: "")
+    counts = b.stream("in2").groupByKey().windowedBy(windows).count()
+    cogrouped.join(counts, lambda a, c: a + "/" + str(c)).toStream().map(lambda w, v: KeyValue.pair(wk(w), v)).to("out")
+
+
+# ------------------------------------------------------------------------------ wall-clock emit intervals (item 4)
 
 F = "timeWindows"
 INTERVAL = {"__emit.interval.ms.kstreams.windowed.aggregation__": "1000"}

@@ -42,6 +42,7 @@ final class Issue36 {
         fkJoins(m);
         deadLetterQueue(m);
         windowedTableJoins(m);
+        windowedCogroupJoin(m);
         retentionEdges(m);
     }
 
@@ -165,6 +166,16 @@ final class Issue36 {
             final KTable<Windowed<String>, Long> t2 = b.<String, String>stream("in2").groupByKey().windowedBy(windows).count();
             b.<String, String>stream("in1").groupByKey().windowedBy(windows).count().toStream()
                 .leftJoin(t2, (c, d) -> c + "/" + orDash(d)).map((w, v) -> KeyValue.pair(wk(w), v)).to("out");
+        }));
+    }
+
+    static void windowedCogroupJoin(final Map<String, Scenario> m) {
+        m.put("wtable.cogroup.join", p -> sb(b -> {
+            final TimeWindows windows = TimeWindows.ofSizeWithNoGrace(ms(1000));
+            final KTable<Windowed<String>, String> cogrouped = b.<String, String>stream("in1").groupByKey()
+                .<String>cogroup((k, v, a) -> a + orDash(v)).windowedBy(windows).aggregate(() -> "");
+            final KTable<Windowed<String>, Long> counts = b.<String, String>stream("in2").groupByKey().windowedBy(windows).count();
+            cogrouped.join(counts, (a, c) -> a + "/" + c).toStream().map((w, v) -> KeyValue.pair(wk(w), v)).to("out");
         }));
     }
 
