@@ -8,6 +8,7 @@ import inspect
 import logging
 from typing import Callable
 
+from ...config import EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION
 from ...state._change import Change  # noqa: F401 (the DSL's name for it; defined below state/)
 from ...state._stores import _IMMUTABLE
 
@@ -58,8 +59,6 @@ def oldValueToForward(processor, key, oldAgg, sendOldValues: bool):
         return oldAgg
     return processor.store.get(key).value
 
-
-EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
 
 
 def emitIntervalMs(context) -> int:
