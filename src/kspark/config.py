@@ -109,6 +109,8 @@ _APPLIED = frozenset({
     "application.id", "state.dir", "default.key.serde", "default.value.serde", "default.timestamp.extractor",
     "deserialization.exception.handler", "processing.exception.handler", "errors.dead.letter.queue.topic.name",
     "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
+    # the emit-final aggregations' wall-clock throttle; 0 when not set (TopologyTestDriver's value) on every host
+    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
     *(k for k in _KSPARK_DEFS if k.startswith("kspark.")), *_SERDE_KEYS,
 })
 _KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor", "windowstore.changelog.additional.retention.ms"})
@@ -156,9 +158,6 @@ _IGNORED = {
     "window.size.ms": "read only by Kafka's windowed deserializers configured from properties; use WindowedSerdes",
     "windowed.inner.class.serde": "read only by Kafka's windowed deserializers configured from properties; use "
                                   "WindowedSerdes",
-    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: "kspark checks for closed windows after every record on both "
-                                                    "hosts (interval 0, TopologyTestDriver's value), so both give "
-                                                    "the same records at any wall-clock speed",
     EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: "kspark emits the outer-join store's non-joined "
                                                                "records after every record on both hosts (interval 0, "
                                                                "TopologyTestDriver's value)",
@@ -800,8 +799,7 @@ class StreamsConfig:
                     "auto.offset.reset", "consumer.auto.offset.reset", "main.consumer.auto.offset.reset"):  # local topics too
                 continue
             value = self._values.get(target)
-            if target in (EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
-                          EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX) and value == 0:
+            if target == EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX and value == 0:
                 continue
             if target == "topology.optimization" and value == "none":
                 continue

@@ -123,15 +123,16 @@ def test_cache_max_bytes_buffering_sets_statestore_cache_max_bytes(caplog):
         StreamsConfig({"cache.max.bytes.buffering": -1})
 
 
-def test_emit_interval_is_accepted_zero_silently(caplog):
+def test_emit_intervals_are_accepted_and_the_windowed_one_applied(caplog):
+    """Issue 36 item 4: the emit-final throttle is applied (kspark.dsl._internals.common.shouldEmitFinal),
+    so any value is taken silently; its default is TopologyTestDriver's 0."""
     caplog.set_level(logging.INFO, "kspark.config")
     key = "__emit.interval.ms.kstreams.windowed.aggregation__"
-    assert StreamsConfig({key: 0}).get(key) == 0
+    assert StreamsConfig({key: 0}).get(key) == 0 and StreamsConfig({}).get(key) == 0
+    assert StreamsConfig({key: "1000"}).get(key) == 1000
     assert infoLines(caplog) == []
-    StreamsConfig({key: "1000"})
-    assert infoLines(caplog) == [f"Configuration {key}=1000 has no effect: kspark checks for closed windows after "
-                                 "every record on both hosts (interval 0, TopologyTestDriver's value), so both give "
-                                 "the same records at any wall-clock speed."]
+    with invalid(-1, key, "Value must be at least 0"):
+        StreamsConfig({key: -1})
     outerJoin = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"  # KIP-633's, as Kafka's tests set it
     caplog.clear()
     assert StreamsConfig({outerJoin: 0}).get(outerJoin) == 0

@@ -24,11 +24,12 @@ BIG = 1 << 60
 
 
 def windowStore(name="w", retention=1_000, size=100, timestamped=False, persistent=True, valueSerde=None,
-                duplicates=False):
+                duplicates=False, timeFirst=False):
     supplier = (Stores.persistentWindowStore if persistent else Stores.inMemoryWindowStore)(name, retention, size,
                                                                                           duplicates)
     builder = (Stores.timestampedWindowStoreBuilder if timestamped else Stores.windowStoreBuilder)(
         supplier, Serdes.String(), valueSerde or Serdes.JSON())
+    builder._timeFirst = timeFirst  # an emit-final aggregation's store (Kafka's time-ordered one)
     return builder.build()
 
 
@@ -55,19 +56,22 @@ def test_the_window_stores_have_persistent_forms():
 
 
 # ------------------------------------------------------------------------------ WindowStore
-@pytest.mark.parametrize("seed,timestamped,persistentSemantics", [
-    (1, True, True), (2, False, True), (3, True, False), (4, False, False), (5, True, True), (6, True, True)])
+@pytest.mark.parametrize("seed,timestamped,persistentSemantics,timeFirst", [
+    (1, True, True, False), (2, False, True, False), (3, True, False, False), (4, False, False, False),
+    (5, True, True, True), (6, True, True, True), (7, True, True, False)])
 def test_a_persistent_window_store_reads_what_the_in_memory_one_reads(tmp_path, seed, timestamped,
-                                                                       persistentSemantics):
+                                                                       persistentSemantics, timeFirst):
     """The in-memory WindowStore (TopologyTestDriver's) and the RocksDB one on the same random puts,
     deletes and reads (the DSL's hot paths and the public ones) and expiry, over micro-batches,
     replays of failed batches, tasks rebuilt from their checkpoint meta, and restores from the
-    changelog records of the committed batches."""
+    changelog records of the committed batches; ``timeFirst``: both as an emit-final aggregation's
+    store, which keeps the window starting exactly at ``observed - retention`` (issue 36 item 5)."""
     rng = random.Random(seed)
     retention, size = rng.choice([(1_000, 100), (500, 500), (3_000, 250)])
 
     def fresh():
-        return windowStore(retention=retention, size=size, timestamped=timestamped, persistent=persistentSemantics)
+        return windowStore(retention=retention, size=size, timestamped=timestamped, persistent=persistentSemantics,
+                           timeFirst=timeFirst)
 
     def entries():
         return rng.choice([0, 5, 1000])
@@ -102,8 +106,7 @@ def test_a_persistent_window_store_reads_what_the_in_memory_one_reads(tmp_path, 
         lo = max(0, now - rng.randrange(0, 2 * retention))
         hi = lo + rng.randrange(0, 2 * retention)
         assert windowsOf(persistent.fetchAll(lo, hi)) == windowsOf(memory.fetchAll(lo, hi))
-        assert windowsOf(persistent._fetchAllTimeFirst(lo, hi)) == windowsOf(memory._fetchAllTimeFirst(lo, hi))
-        assert windowsOf(persistent._fetchAllTimeFirst(0, BIG)) == windowsOf(memory._fetchAllTimeFirst(0, BIG))
+        assert windowsOf(persistent.fetchAll(0, BIG)) == windowsOf(memory.fetchAll(0, BIG))
         assert windowsOf(persistent.all()) == windowsOf(memory.all())
 
     for _ in range(14):
@@ -224,10 +227,40 @@ def test_a_window_store_restored_from_its_changelog_drops_the_expired_windows(tm
     assert restoreStores(state, topics, 0, CKPT, 2, localTopics=True, taskId="0_0") == 4
     state.restored(CKPT, "v2")
     assert windowsOf(restored.all()) == [("a", 1_400, 1_500, 3), ("c", 1_550, 1_650, 4)]
-    assert windowsOf(restored._fetchAllTimeFirst(0, BIG)) == [("a", 1_400, 1_500, 3), ("c", 1_550, 1_650, 4)]
+    assert windowsOf(restored.fetchAll(0, BIG)) == [("a", 1_400, 1_500, 3), ("c", 1_550, 1_650, 4)]
     keys = [k for k, _ in state.db.items(b"s", b"t")]
     assert len(keys) == 4  # the two live windows and their time index entries: a (100) and b (500) are gone
     state.close()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("timeFirst", [False, True])
+def test_the_retention_edge_of_a_time_first_store_is_one_ms_earlier(tmp_path, persistent, timeFirst):
+    """Issue 36 item 5: with retention 1000 and windows put up to start 1100, Kafka's default
+    window stores hide the window starting at 100 (reads from ``observed - retention + 1``) and
+    refuse a put there; the time-ordered store of an emit-final aggregation
+    (``AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom``/``get`` for the time-first
+    schema) still shows and takes it. Before 100 both hide and refuse. In memory and in RocksDB."""
+    store = windowStore(retention=1_000, timestamped=True, valueSerde=Serdes.Long(), timeFirst=timeFirst)
+    if persistent:
+        state = taskState(tmp_path, [store])
+        state.open(CKPT, None)
+    a = store._keyBytes("a")
+    store.put("a", ValueAndTimestamp(1, 150), 100)
+    store.put("a", ValueAndTimestamp(2, 1_150), 1_100)
+    edge = [("a", 100, 200, ValueAndTimestamp(1, 150))] if timeFirst else []
+    assert windowsOf(store.fetchAll(0, BIG)) == edge + [("a", 1_100, 1_200, ValueAndTimestamp(2, 1_150))]
+    assert windowsOf(store.all()) == windowsOf(store.fetchAll(0, BIG))
+    assert store.fetch("a", 100) == store._fetchBytes(a, 100) == (ValueAndTimestamp(1, 150) if timeFirst else None)
+    assert store._windowsOfKey(a, 0, 1_000) == [(start, v) for _, start, _, v in edge]
+    assert [(kv.key, kv.value) for kv in store.fetch("a", 0, 1_000)] == [(start, v) for _, start, _, v in edge]
+    store.put("a", ValueAndTimestamp(3, 160), 100)  # a put at the edge: kept by the time-first store only
+    store.put("b", ValueAndTimestamp(4, 170), 99)  # before it: refused by both
+    assert store._fetchBytes(a, 100) == (ValueAndTimestamp(3, 160) if timeFirst else None)
+    assert store.fetch("b", 99) is None and windowsOf(store.fetchAll(0, 99)) == []
+    if persistent:
+        state.flush("v1", 0, 1_100, CKPT)
+        state.close()
 
 
 # ------------------------------------------------------------------------------ DuplicatesWindowStore

@@ -13,8 +13,8 @@ import logging
 
 import pytest
 
-from kspark import (Consumed, EmitStrategy, Grouped, Materialized, Serdes, SlidingWindows, Stores, StreamsBuilder,
-                    Suppressed, TopologyException, WindowedSerdes)
+from kspark import (Consumed, EmitStrategy, Grouped, Materialized, Produced, Serdes, SlidingWindows, Stores,
+                    StreamsBuilder, Suppressed, TopologyException, WindowedSerdes)
 from kspark.runtime.metrics import MetricName
 from kspark.testing import TopologyTestDriver
 
@@ -312,3 +312,127 @@ def test_windowed_table_mapped_before_suppress_still_closes_its_windows():
     with pytest.raises(TopologyException, match="Window close time is only defined for windowed computations"):
         b2.stream("in").groupByKey().count().mapValues(lambda v: v).suppress(
             Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+
+
+# ---------------------------------------------------------------------------------- joining windowed tables
+class Captured:
+    """Kafka's ``MockApiProcessorSupplier``/``MockApiProcessor``: the records one ``process()``
+    node got, as ``(key, window start, window end, value, timestamp)``; ``take()`` checks and clears."""
+
+    def __init__(self):
+        self.records = []
+
+    def supplier(self):
+        from kspark import ContextualProcessor
+
+        records = self.records
+
+        class Capture(ContextualProcessor):
+            def process(self, record):
+                w = record.key()
+                records.append((w.key(), w.window().start(), w.window().end(), record.value(), record.timestamp()))
+        return Capture
+
+    def take(self):
+        out, self.records[:] = list(self.records), []
+        return out
+
+
+@pytest.mark.parametrize("emitFinal, withCache", MODES)
+def test_join_of_two_windowed_tables_KStreamSlidingWindowAggregateTest_testJoin(emitFinal, withCache):
+    """Two sliding-window aggregations joined by their ``Windowed`` keys (issue 36 item 3): the
+    join reads the other table's window ``[start, end]`` of the same key (Kafka's
+    ``KStreamWindowAggregateValueGetter``: ``windowStore.fetch(key, start)``). Kafka's expected
+    records, its "reverse" store variant (kspark's sliding aggregation always iterates latest
+    first); also checked against Kafka 4.3.1 (conformance ``sliding.join.*``)."""
+    b = StreamsBuilder()
+    grace = 0 if emitFinal else 100
+
+    def table(topic, index):
+        m = (Materialized.as_(f"store-name{index}") if emitFinal
+             else Materialized.as_(Stores.inMemoryWindowStore(f"Reverse{index}", 50000, 10, False)))
+        if emitFinal:
+            m = m.withCachingEnabled() if withCache else m.withCachingDisabled()
+        w = (b.stream(topic, Consumed.with_(Serdes.String(), Serdes.String()))
+             .groupByKey(Grouped.with_(Serdes.String(), Serdes.String()))
+             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(10, grace)))
+        if emitFinal:
+            w.emitStrategy(EmitStrategy.onWindowClose())
+        return w.aggregate(STRING_INIT, TOSTRING_ADDER, m)
+
+    table1, table2 = table("topic1", 1), table("topic2", 2)
+    p0, p1, p2 = Captured(), Captured(), Captured()
+    table1.toStream().process(p0.supplier())
+    table2.toStream().process(p1.supplier())
+    table1.join(table2, lambda v1, v2: f"{v1}%{v2}").toStream().process(p2.supplier())
+
+    with TopologyTestDriver(b.build(), PROPS) as d:
+        in1, in2 = d.createInputTopic("topic1"), d.createInputTopic("topic2")
+        for k, v, ts in (("A", "1", 10), ("B", "2", 11), ("C", "3", 12)):
+            in1.pipeInput(k, v, ts)
+        # left windows created by the first set of records to table 1
+        expected = [("A", 0, 10, "0+1", 10), ("B", 1, 11, "0+2", 11)]
+        assert p0.take() == (expected if emitFinal else expected + [("C", 2, 12, "0+3", 12)])
+        assert p1.take() == [] and p2.take() == []
+
+        for k, v, ts in (("A", "1", 15), ("B", "2", 16), ("C", "3", 19)):
+            in1.pipeInput(k, v, ts)
+        # right windows from previous records are created, and left windows from new records to table 1
+        assert p0.take() == ([("C", 2, 12, "0+3", 12), ("A", 5, 15, "0+1+1", 15), ("B", 6, 16, "0+2+2", 16)]
+                             if emitFinal else
+                             [("A", 11, 21, "0+1", 15), ("A", 5, 15, "0+1+1", 15), ("B", 12, 22, "0+2", 16),
+                              ("B", 6, 16, "0+2+2", 16), ("C", 13, 23, "0+3", 19), ("C", 9, 19, "0+3+3", 19)])
+        assert p1.take() == [] and p2.take() == []
+
+        in2.pipeInput("A", "a", 10)
+        in2.pipeInput("C", "c", 12)
+        assert p0.take() == []
+        if emitFinal:  # left windows from the first set of records sent to table 2, and their joins
+            assert p1.take() == [("A", 0, 10, "0+a", 10)]
+            assert p2.take() == [("A", 0, 10, "0+1%0+a", 10)]
+        else:
+            assert p1.take() == [("A", 0, 10, "0+a", 10), ("C", 2, 12, "0+c", 12)]
+            assert p2.take() == [("A", 0, 10, "0+1%0+a", 10), ("C", 2, 12, "0+3%0+c", 12)]
+
+        for k, v, ts in (("A", "a", 15), ("B", "b", 16), ("C", "c", 17)):
+            in2.pipeInput(k, v, ts)
+        assert p0.take() == []
+        if emitFinal:
+            assert p1.take() == [("C", 2, 12, "0+c", 12), ("A", 5, 15, "0+a+a", 15), ("B", 6, 16, "0+b", 16)]
+            assert p2.take() == [("C", 2, 12, "0+3%0+c", 12), ("A", 5, 15, "0+1+1%0+a+a", 15),
+                                 ("B", 6, 16, "0+2+2%0+b", 16)]
+        else:
+            assert p1.take() == [("A", 11, 21, "0+a", 15), ("A", 5, 15, "0+a+a", 15), ("B", 6, 16, "0+b", 16),
+                                 ("C", 13, 23, "0+c", 17), ("C", 7, 17, "0+c+c", 17)]
+            assert p2.take() == [("A", 11, 21, "0+1%0+a", 15), ("A", 5, 15, "0+1+1%0+a+a", 15),
+                                 ("B", 6, 16, "0+2+2%0+b", 16), ("C", 13, 23, "0+3%0+c", 19)]
+
+
+# ---------------------------------------------------------------------------------- retention edge of emit-final
+@pytest.mark.parametrize("userStore", [False, True])
+def test_emit_final_store_keeps_the_window_at_its_retention_edge(userStore):
+    """Issue 36 item 5. Time difference 500, grace 200, retention 1200: c's late record puts its right
+    window [2000, 2500] (store time 2000), so a's left window [800, 1300] starts exactly at
+    ``2000 - 1200``. Emit-final's own store is Kafka's time-ordered one, whose reads still show it
+    (``AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom``): a@1500 finds a@1300 and creates
+    its right window [1301, 1801], emitted when d@2600 closes it. A user's in-memory store hides it
+    (``observedStreamTime - retention + 1``) and the window is never made. Kafka 4.3.1's records
+    (conformance ``sliding.count.emitFinal[.inMemory].retentionEdge``)."""
+    b = StreamsBuilder()
+    m = (Materialized.as_(Stores.inMemoryWindowStore("sw", 1200, 500, False)) if userStore
+         else Materialized.with_(Serdes.String(), Serdes.Long()))
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(500, 200)).emitStrategy(EmitStrategy.onWindowClose())
+     .count(m).toStream().to("out", Produced.with_(WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 500),
+                                                   Serdes.Long())))
+    steps = []
+    with TopologyTestDriver(b.build(), PROPS) as d:
+        inp = d.createInputTopic("in")
+        out = d.createOutputTopic("out", WindowedSerdes.timeWindowedSerdeFrom(Serdes.String(), 500), Serdes.Long())
+        for k, ts in (("a", 1300), ("c", 2000), ("c", 1999), ("a", 1500), ("d", 2100), ("d", 2600)):
+            inp.pipeInput(k, "x", ts)
+            steps.append([(f"{r.key().key()}@{r.key().window().start()}/{r.key().window().end()}", r.value(),
+                           r.timestamp()) for r in out.readRecordsToList()])
+    created = [] if userStore else [("a@1301/1801", 1, 1500)]
+    assert steps == [[], [("a@800/1300", 1, 1300)], [], [], created,
+                     [("c@1499/1999", 1, 1999), ("c@1500/2000", 2, 2000), ("d@1600/2100", 1, 2100)]]

@@ -235,8 +235,8 @@ class TimeWindowedKStream(_WindowedKStream):
         from ._windows import WindowedSerdes
 
         windows = self._windows
-        storeBuilder = timeWindowStore("TimeWindowedKStream", materialized, windows)
         emitFinal = self._emitFinal
+        storeBuilder = timeWindowStore("TimeWindowedKStream", materialized, windows, emitFinal)
 
         keySerde = materialized.keySerde
         table = self._grouped._aggregate(
@@ -280,7 +280,7 @@ class SlidingWindowedKStream(TimeWindowedKStream):
         if reduce:  # Kafka aggregatorForReducer with the reduce initializer (null)
             reducer = aggregator
             initializer, aggregator = (lambda: None), (lambda k, v, agg: v if agg is None else reducer(agg, v))
-        storeBuilder = slidingWindowStore("SlidingWindowedKStream", materialized, windows)
+        storeBuilder = slidingWindowStore("SlidingWindowedKStream", materialized, windows, emitFinal)
 
         keySerde = materialized.keySerde
         table = self._grouped._aggregate(
@@ -370,10 +370,11 @@ class SessionWindowedKStream(_WindowedKStream):
 
 
 # ---------------------------------------------------------------------------- window and session stores
-def timeWindowStore(method: str, materialized: Materialized, windows):
+def timeWindowStore(method: str, materialized: Materialized, windows, emitFinal: bool = False):
     """``storeName -> StoreBuilder`` of a time-window aggregation's timestamped window store
     (Kafka ``WindowStoreMaterializer``): retention ``size + grace`` unless ``Materialized`` sets a
-    larger one.
+    larger one; Kafka's time-ordered store (``WindowStore.timeFirst``) for ``emitFinal`` unless
+    ``Materialized`` gives a store supplier (Kafka ``BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers``).
 
     Raises
     ------
@@ -396,15 +397,17 @@ def timeWindowStore(method: str, materialized: Materialized, windows):
         builder = Stores.timestampedWindowStoreBuilder(
             supplier or Stores.persistentWindowStore(storeName, retention, windows.size()),
             materialized.keySerde, materialized.valueSerde)
+        builder._timeFirst = emitFinal and supplier is None
         return builder if materialized.logging else builder.withLoggingDisabled()
 
     return storeBuilder
 
 
-def slidingWindowStore(method: str, materialized: Materialized, windows):
+def slidingWindowStore(method: str, materialized: Materialized, windows, emitFinal: bool = False):
     """``storeName -> StoreBuilder`` of a sliding-window aggregation's store (Kafka
     ``SlidingWindowStoreMaterializer``): window size ``timeDifference``, retention ``2 *
-    timeDifference + grace`` unless ``Materialized`` sets another.
+    timeDifference + grace`` unless ``Materialized`` sets another; Kafka's time-ordered store
+    (``WindowStore.timeFirst``) for ``emitFinal`` unless ``Materialized`` gives a store supplier.
 
     Raises
     ------
@@ -422,6 +425,7 @@ def slidingWindowStore(method: str, materialized: Materialized, windows):
         supplier = _windowSupplierOf(method, materialized)
         builder = Stores.timestampedWindowStoreBuilder(supplier or Stores.persistentWindowStore(storeName, retention, d),
                                                        materialized.keySerde, materialized.valueSerde)
+        builder._timeFirst = emitFinal and supplier is None
         return builder if materialized.logging else builder.withLoggingDisabled()
 
     return storeBuilder

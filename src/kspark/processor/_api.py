@@ -65,6 +65,10 @@ class ProcessorContext(ABC):
     def currentSystemTimeMs(self) -> int:
         """Wall-clock time in ms (the driver's mock time under TopologyTestDriver)."""
 
+    @abstractmethod
+    def appConfigs(self) -> dict:
+        """The application's configuration, key -> value (Kafka ``ProcessorContext#appConfigs``)."""
+
 
 class Processor(ABC):
     """A record processor (Kafka ``api.Processor``): ``init(context)``, ``process(record)``, ``close()``."""

@@ -173,6 +173,12 @@ class _Context(ProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._task.wallClockTime
 
+    def appConfigs(self) -> dict:
+        """The application's configuration (Kafka ``ProcessorContext#appConfigs``): every key
+        given, with its value as ``StreamsConfig`` parsed it (numbers as ints, classes as
+        instances); a key not given is absent (``StreamsConfig.get`` gives its default)."""
+        return dict(self._task.appConfigs)
+
     def keySerde(self):
         """The default key serde (``default.key.serde``; Kafka ``ProcessorContext#keySerde``)."""
         return self._task.defaultKeySerde
@@ -433,6 +439,7 @@ class StreamTask:
     ) -> None:
         self.taskId = taskId
         self.applicationId = config.get(StreamsConfig.APPLICATION_ID_CONFIG) or ""
+        self.appConfigs = {**config.originals(), **config._values}
         self.logPrefix = f"task [{taskId}] "  # Kafka's; TopologyTestDriver's is "topology-test-driver "
         self.metrics = Metrics()
         self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))

@@ -64,7 +64,7 @@ class PersistentWindowStore(WindowStore):
       are one prefix in start order, so a point read is one get, and the per-key time ranges of
       sliding windows (``_windowsOfKey``, per record) and ``fetch(key, from, to)`` one scan;
     - ``t`` + window start + key -> empty: the time index, in (start, serialized key) order, the
-      order of every read over all keys: emit-final's ``_fetchAllTimeFirst``, ``fetchAll`` and
+      order of every read over all keys: emit-final's ``fetchAll`` and
       ``all`` scan it (a get per window found), and expiry deletes the windows below the
       retention bound through it (a range delete of the index, a delete per window).
 
@@ -117,7 +117,7 @@ class PersistentWindowStore(WindowStore):
         """``WindowStore._putBytes`` without its purge (expiry happens at the flush)."""
         if windowStartTimestamp > self._observed:
             self._observed = windowStartTimestamp
-        if not windowStartTimestamp > self._observed - self._retentionMs:  # _live
+        if windowStartTimestamp < self._observed - self._retentionMs + self._edge:  # not _live
             log.warning("Skipping record for expired segment.")
             return
         if value is not None:
@@ -152,7 +152,7 @@ class PersistentWindowStore(WindowStore):
 
     # -- reads
     def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
-        if not windowStartTimestamp > self._observed - self._retentionMs:
+        if windowStartTimestamp < self._observed - self._retentionMs + self._edge:
             return None  # expired: no read of the database
         return super()._fetchBytes(kb, windowStartTimestamp)
 
@@ -181,7 +181,7 @@ class PersistentWindowStore(WindowStore):
         return found
 
     def _windowsOfKey(self, kb: bytes, timeFrom: int, timeTo: int) -> list:
-        lower = max(timeFrom, self._observed - self._retentionMs + 1)
+        lower = max(timeFrom, self._oldestVisible())
         if timeTo < lower:
             return []
         found = self._keyRange(kb, lower, timeTo)
@@ -242,7 +242,7 @@ class PersistentWindowStore(WindowStore):
                                  for start, _, key, stored in self._timeRange(lower, timeTo)])
 
     def all(self) -> KeyValueIterator:
-        return self._windowsFrom(_MIN_LONG, _MAX_LONG, self._observed - self._retentionMs + 1)
+        return self._windowsFrom(_MIN_LONG, _MAX_LONG, self._oldestVisible())
 
     # -- the end of a micro-batch
     def _expiredWrites(self, bound: int, fromBound: int) -> tuple[list, tuple[bytes, bytes] | None]:

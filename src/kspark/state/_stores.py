@@ -413,11 +413,20 @@ class WindowStore(_TimeOrderedStoreBase):
     values are ``ValueAndTimestamp`` when built by a windowed aggregation).
 
     Retention (ms) is judged against the largest window start put so far: windows starting at or
-    before ``observedStreamTime - retention`` are dropped (Kafka's in-memory window store).
+    before ``observedStreamTime - retention`` are dropped (Kafka's in-memory window store and the
+    reads of its RocksDB one), or only those before it in a ``timeFirst`` store.
     Iteration is by window start, then serialized key.
     """
 
     timestamped = False  # built by Stores.timestampedWindowStoreBuilder: values are ValueAndTimestamp
+    # The store of an emit-final aggregation (EmitStrategy.onWindowClose() without a store supplier
+    # of the user's): Kafka's time-ordered window store (RocksDbIndexedTimeOrderedWindowBytesStoreSupplier,
+    # time-first key schema), whose puts and reads keep the window starting exactly at
+    # observedStreamTime - retention (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom and
+    # get: "observedStreamTime - retentionPeriod", where the key-first schema adds 1).
+    # _edge: reads and puts see windows starting at observedStreamTime - retention + _edge or later.
+    timeFirst = False
+    _edge = 1
 
     def __init__(self, name: str, keySerde: Serde, valueSerde: Serde, persistent: bool,
                  retentionMs: int, windowSizeMs: int) -> None:
@@ -439,8 +448,15 @@ class WindowStore(_TimeOrderedStoreBase):
     def windowSize(self) -> int:
         return self._windowSizeMs
 
+    def _setTimeFirst(self) -> None:
+        self.timeFirst, self._edge = True, 0
+
+    def _oldestVisible(self) -> int:
+        """The earliest window start a read or put sees (see ``timeFirst``)."""
+        return self._observed - self._retentionMs + self._edge
+
     def _live(self, start: int) -> bool:
-        return start > self._observed - self._retentionMs
+        return start >= self._observed - self._retentionMs + self._edge
 
     def put(self, key: Any, value: Any, windowStartTimestamp: int) -> None:
         self._putBytes(self._keyBytes(key), key, value, windowStartTimestamp)
@@ -449,7 +465,7 @@ class WindowStore(_TimeOrderedStoreBase):
         """``put`` by serialized key (hot path of the DSL)."""
         if windowStartTimestamp > self._observed:
             self._observed = windowStartTimestamp
-        if not windowStartTimestamp > self._observed - self._retentionMs:  # _live
+        if windowStartTimestamp < self._observed - self._retentionMs + self._edge:  # not _live
             log.warning("Skipping record for expired segment.")
             return
         index = self._index
@@ -470,8 +486,7 @@ class WindowStore(_TimeOrderedStoreBase):
                     bisect.insort(starts, windowStartTimestamp)
             data[(windowStartTimestamp, kb)] = (key, value)
         if self._observed - self._purgedAt >= max(1, self._retentionMs // 2):
-            # keep the window starting exactly at observed - retention: the time-ordered read of
-            # emit-final (_fetchAllTimeFirst) still returns it
+            # keep the window starting exactly at observed - retention: a timeFirst store still shows it
             bound = self._observed - self._retentionMs
             self._data = {k: v for k, v in self._data.items() if k[0] >= bound}
             if index is not None:
@@ -485,7 +500,7 @@ class WindowStore(_TimeOrderedStoreBase):
     def _windowsOfKey(self, kb: bytes, timeFrom: int, timeTo: int) -> list:
         """``(start, value)`` of the live windows of key bytes ``kb`` starting in ``[timeFrom,
         timeTo]``, by start (Kafka's ``fetch(key, from, to)``: reads start at ``observed -
-        retention + 1``)."""
+        retention + _edge``)."""
         index = self._index
         if index is None:
             index = self._index = {}
@@ -494,7 +509,7 @@ class WindowStore(_TimeOrderedStoreBase):
         starts = index.get(kb)
         if not starts:
             return []
-        lower = max(timeFrom, self._observed - self._retentionMs + 1)
+        lower = max(timeFrom, self._observed - self._retentionMs + self._edge)
         data, thaw = self._data, self._thaw
         return [(start, thaw(data[(start, kb)][1]))
                 for start in starts[bisect.bisect_left(starts, lower):bisect.bisect_right(starts, timeTo)]]
@@ -522,7 +537,7 @@ class WindowStore(_TimeOrderedStoreBase):
     def _fetchBytes(self, kb: bytes, windowStartTimestamp: int) -> Any:
         """``fetch(key, start)`` by serialized key (hot path of the DSL)."""
         entry = self._data.get((windowStartTimestamp, kb))
-        if entry is None or not windowStartTimestamp > self._observed - self._retentionMs:
+        if entry is None or windowStartTimestamp < self._observed - self._retentionMs + self._edge:
             return None
         value = entry[1]
         t = type(value)
@@ -530,15 +545,10 @@ class WindowStore(_TimeOrderedStoreBase):
 
     def fetchAll(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
         """``KeyValue(Windowed(key, TimeWindow), value)`` for every live window starting in
-        ``[timeFrom, timeTo]``, by start then serialized key (Kafka ``WindowStore#fetchAll``)."""
-        return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs + 1)
-
-    def _fetchAllTimeFirst(self, timeFrom: int, timeTo: int) -> KeyValueIterator:
-        """``fetchAll`` as Kafka's time-ordered window store (the emit-final store) reads it: its
-        lower bound is clamped to ``observedStreamTime - retention`` inclusive
-        (``AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom`` for the time-first
-        schema), so the window that closes exactly as it leaves the retention is still emitted."""
-        return self._windowsFrom(timeFrom, timeTo, self._observed - self._retentionMs)
+        ``[timeFrom, timeTo]``, by start then serialized key (Kafka ``WindowStore#fetchAll``; a
+        ``timeFirst`` store still shows the window that closes exactly as it leaves the retention,
+        which emit-final then emits)."""
+        return self._windowsFrom(timeFrom, timeTo, self._oldestVisible())
 
     def _windowsFrom(self, timeFrom: int, timeTo: int, oldest: int) -> KeyValueIterator:
         from ..keyvalue import KeyValue
@@ -827,6 +837,7 @@ class StoreBuilder:
         self._caching = False
         self._logging = True
         self._timestampedWindows = False  # Stores.timestampedWindowStoreBuilder
+        self._timeFirst = False  # an emit-final aggregation's window store (WindowStore.timeFirst)
 
     def name(self) -> str:
         return self._supplier.name
@@ -874,6 +885,8 @@ class StoreBuilder:
             store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
                                 s.persistent, s.retentionPeriod, s.windowSize)
             store.timestamped = self._timestampedWindows
+            if self._timeFirst:
+                store._setTimeFirst()
             return store
         cls = TimestampedKeyValueStore if self._supplier.timestamped else KeyValueStore
         return cls(

@@ -9,7 +9,7 @@ their updates as they come. With the record cache on they share the store's one 
 
 from __future__ import annotations
 
-from ...errors import TopologyException
+from ...errors import InvalidStateStoreException
 from .ktable import ValueGetterSupplier, materializedView
 from .stateless import PassThrough
 
@@ -31,8 +31,28 @@ class KTablePassThroughSupplier:
 
     def view(self) -> ValueGetterSupplier:
         if self.windowed:
-            raise TopologyException("kspark cannot look up or join a windowed KTable by key (not supported yet)")
+            storeName = self.storeName
+            return ValueGetterSupplier(lambda: _WindowedPassThroughGetter(storeName), lambda: [storeName])
         return materializedView(self.storeName)
 
     def __call__(self):
         return PassThrough()
+
+
+class _WindowedPassThroughGetter:
+    """A windowed cogroup's table read by key: Kafka's ``KTablePassThroughValueGetter`` wraps the
+    store in a ``KeyValueStoreWrapper``, which refuses a window or session store when the reading
+    processor (a join) is initialized: the task fails to start (Kafka 4.3's message, naming the
+    store class Kafka's task gives the processor)."""
+
+    def __init__(self, storeName: str) -> None:
+        self.storeName = storeName
+
+    def init(self, context) -> None:
+        from ...state._stores import SessionStore
+
+        kind = "Session" if isinstance(context.getStateStore(self.storeName), SessionStore) else "TimestampedWindow"
+        raise InvalidStateStoreException(
+            "KTable source state store must implement either TimestampedKeyValueStoreWithHeaders, or "
+            "VersionedKeyValueStore. Got: org.apache.kafka.streams.processor.internals."
+            f"AbstractReadWriteDecorator${kind}StoreReadWriteDecorator")

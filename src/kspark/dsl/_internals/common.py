@@ -8,6 +8,7 @@ import inspect
 import logging
 from typing import Callable
 
+from ...config import EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION
 from ...state._change import Change  # noqa: F401 (the DSL's name for it; defined below state/)
 from ...state._stores import _IMMUTABLE
 
@@ -57,3 +58,28 @@ def oldValueToForward(processor, key, oldAgg, sendOldValues: bool):
     if oldAgg is None or type(oldAgg) in _IMMUTABLE or not processor.cache.enabled:
         return oldAgg
     return processor.store.get(key).value
+
+
+
+def emitIntervalMs(context) -> int:
+    """``__emit.interval.ms.kstreams.windowed.aggregation__`` (ms; Kafka ``StreamsConfig.InternalConfig
+    .EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION``), 0 when not given: TopologyTestDriver's
+    value, which kspark applies on every host (Kafka's ``KafkaStreams`` defaults to 1000)."""
+    value = context.appConfigs().get(EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION)
+    return 0 if value is None else int(value)
+
+
+def shouldEmitFinal(context, meta: dict, intervalMs: int, closeTime: int) -> bool:
+    """Kafka's ``shouldEmitFinal`` of the emit-final aggregations (time, sliding and session
+    windows): at most one emit pass per ``intervalMs`` of wall-clock time
+    (``context.currentSystemTimeMs()``: the driver's mock clock, a Spark task's clock at the start
+    of its micro-batch). A pass allowed by the clock schedules the next one ``intervalMs`` later
+    whether or not it emits anything (``timeTracker.nextTimeToEmit = now + interval``), then runs
+    only if the close time moved past the last emission's (``lastEmitWindowCloseTime``, -1 before
+    any). ``meta`` is the processor's checkpointed node state."""
+    now = context.currentSystemTimeMs()
+    if now < meta.get("nextTimeToEmit", 0):
+        return False
+    meta["nextTimeToEmit"] = now + intervalMs
+    last = meta.get("lastEmitWindowCloseTime", -1)
+    return last == -1 or last < closeTime

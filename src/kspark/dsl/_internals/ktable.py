@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from ...errors import TopologyException
 from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp, VersionedKeyValueStore
 from ...state._stores import _IMMUTABLE, KeyValueStore, TimestampedKeyValueStore
@@ -171,6 +170,56 @@ def materializedView(storeName: str) -> ValueGetterSupplier:
     return ValueGetterSupplier(lambda: _StoreGetter(storeName), lambda: [storeName])
 
 
+class _WindowedStoreGetter:
+    """How a join reads a windowed aggregation's table by its ``Windowed`` key: a time or sliding
+    window's ``windowStore.fetch(key, window.start())`` (Kafka ``KStreamWindowAggregate`` /
+    ``KStreamSlidingWindowAggregate``'s ``KStreamWindowAggregateValueGetter``), a session's
+    ``ValueAndTimestamp.make(store.fetchSession(key, start, end), end)`` (Kafka
+    ``KTableSessionWindowValueGetter``). Read as Kafka reads through a caching store: the record
+    cache's entry of that window first (``CachingWindowStore.fetch`` / ``CachingSessionStore
+    .fetchSession``; it may hold a window the store hides past its retention), then the store."""
+
+    def __init__(self, storeName: str) -> None:
+        self.storeName = storeName
+
+    def init(self, context) -> None:
+        from ...state._stores import SessionStore
+        from .cache import taskCache
+
+        self.store = context.getStateStore(self.storeName)
+        self.session = isinstance(self.store, SessionStore)
+        # the aggregation's cache (looked up per read: the aggregation may be initialized after the reader)
+        self.caches = taskCache(context).byStore if hasattr(context, "_task") else {}
+
+    def get(self, windowedKey):
+        key, window = windowedKey.key(), windowedKey.window()
+        store, cache = self.store, self.caches.get(self.storeName)
+        if self.session:
+            if cache is not None and cache.enabled:
+                cacheKey = (store._keyBytes(key), window.end(), window.start())
+                entry = cache.entries.get(cacheKey)
+                if entry is not None:  # the entry becomes the most recently used
+                    cache.entries.move_to_end(cacheKey)
+                    value = entry.record.value().newValue
+                    return None if value is None else ValueAndTimestamp(store._thaw(value), window.end())
+            value = store.fetchSession(key, window.start(), window.end())
+            return None if value is None else ValueAndTimestamp(value, window.end())
+        kb = store._keyBytes(key)
+        if cache is not None and cache.enabled:
+            found = cache.cachedWindow((kb, window.start()))
+            if found is not None:
+                return found
+        return store._fetchBytes(kb, window.start())
+
+    def isVersioned(self) -> bool:
+        return False
+
+
+def windowedView(storeName: str) -> ValueGetterSupplier:
+    """The view of a windowed aggregation's table (``_WindowedStoreGetter``)."""
+    return ValueGetterSupplier(lambda: _WindowedStoreGetter(storeName), lambda: [storeName])
+
+
 class _MappedGetter:
     """A parent getter with a function applied to what it returns (filter / mapValues views)."""
 
@@ -248,9 +297,7 @@ class MaterializedTableSupplier:
         return True
 
     def view(self) -> ValueGetterSupplier:
-        if self.windowed:
-            raise TopologyException("kspark cannot look up or join a windowed KTable by key (not supported yet)")
-        return materializedView(self.storeName)
+        return windowedView(self.storeName) if self.windowed else materializedView(self.storeName)
 
     def __call__(self):
         processor = self.processorSupplier()

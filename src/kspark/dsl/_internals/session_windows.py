@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...processor import ContextualProcessor, Record
 from ...state._window import SessionWindow as _SessionWindow, Windowed as _Windowed
 from .cache import RecordCache
-from .common import Change, dropped, expiredWindow
+from .common import Change, dropped, emitIntervalMs, expiredWindow, shouldEmitFinal
 from .fast_paths import sessionFastPath, windowedFastPath
 
 
@@ -21,6 +21,8 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
     gets a tombstone (timestamp = its end) unless the merged window is exactly ``[ts, ts]``, then
     the new aggregate is stored and forwarded with timestamp = the merged window's end.
     """
+
+    sendOldValues = False  # set by the table's supplier when a downstream operation needs old values
 
     def __init__(self, storeName: str, windows, initializer, aggregator, merger, emitFinal: bool = False,
                  caching: bool = False) -> None:
@@ -37,6 +39,7 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
         self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "session")
         self._gap, self._grace = self.windows.inactivityGap(), self.windows.gracePeriodMs()
+        self.emitIntervalMs = emitIntervalMs(context) if self.emitFinal else 0
 
     def process(self, record: Record) -> None:
         closeTime = self._aggregate(record)
@@ -45,10 +48,11 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
 
     def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
         """SA-11: emit every session (all keys) whose end is in [max(0, lastEmit), closeTime - 1],
-        in time order (end, start, key), once per close-time advance (throttle interval 0)."""
-        last = self.meta["lastEmitWindowCloseTime"]
-        if not (last == -1 or last < closeTime):
+        in time order (end, start, key), once per close-time advance, at most once per emit
+        interval of wall-clock time (``common.shouldEmitFinal``)."""
+        if not shouldEmitFinal(self.context(), self.meta, self.emitIntervalMs, closeTime):
             return
+        last = self.meta["lastEmitWindowCloseTime"]
         upper, lower = closeTime - 1, max(0, last)
         if upper < 0 or upper < lower:
             return
@@ -87,12 +91,14 @@ class KStreamSessionWindowAggregate(ContextualProcessor):
         # keeps the record context it was written in, whose headers the flush forwards
         headers = record._headers if self.cache.enabled else ()
         if start != ts or end != ts:
-            for sEnd, sStart, sKey, _ in merged:
+            for sEnd, sStart, sKey, sAgg in merged:
                 store._putEntry(sEnd, kb, sStart, sKey, None)  # store.remove(Windowed(sKey, [sStart, sEnd]))
                 if not emitFinal:
                     # a session the store hides is not in it as far as the flush can tell: Kafka
-                    # skips its tombstone (the flush finds no old value)
-                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), _TOMBSTONE, sEnd, headers),
+                    # skips its tombstone (the flush finds no old value). Kafka forwards
+                    # Change(null, sendOldValues ? oldAgg : null) (an outer join of the table needs it)
+                    change = Change(None, sAgg) if self.sendOldValues else _TOMBSTONE
+                    forward(Record(_Windowed(sKey, _SessionWindow(sStart, sEnd)), change, sEnd, headers),
                             (sEnd, sStart) not in hidden, kb)
         agg = self.aggregator(key, record.value(), agg)
         existed = store.fetchSession(key, start, end) is not None

@@ -21,7 +21,7 @@ from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
 from ...state._window import TimeWindow, Windowed
 from .cache import RecordCache
-from .common import Change, dropped, expiredWindow
+from .common import Change, dropped, emitIntervalMs, expiredWindow, shouldEmitFinal
 
 
 def _make(value, timestamp: int):
@@ -36,8 +36,9 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
     nothing is forwarded on update; after each record (from ``d`` on), when the close time
     ``streamTime - grace`` advanced, every window (all keys) starting in ``[lower, closeTime - d - 1]``
     is forwarded once, by start then key, with its aggregate's timestamp and the current record's
-    headers; ``lower`` is 0 the first time, then ``max(0, lastCloseTime - d)``. The emit throttle is
-    0 ms (TopologyTestDriver's value, TTD-2) on every host.
+    headers; ``lower`` is 0 the first time, then ``max(0, lastCloseTime - d)``; at most one emit
+    pass per ``__emit.interval.ms.kstreams.windowed.aggregation__`` ms of wall-clock time
+    (``common.shouldEmitFinal``; 0 when not set: TopologyTestDriver's value, TTD-2, on every host).
     """
 
     sendOldValues = False  # set by the table's supplier when a downstream operation needs old values
@@ -57,6 +58,7 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
         self.meta.setdefault("lastEmitWindowCloseTime", -1)
+        self.emitIntervalMs = emitIntervalMs(context) if self.emitFinal else 0
 
     def process(self, record: Record) -> None:
         key, ts = record.key(), record.timestamp()
@@ -197,13 +199,13 @@ class KStreamSlidingWindowAggregate(ContextualProcessor):
         """KIP-825 for sliding windows (``AbstractKStreamTimeWindowAggregateProcessor``): window
         starts and ends are inclusive, so the windows closed are those ending before ``closeTime``."""
         meta, d = self.meta, self.d
-        last = meta["lastEmitWindowCloseTime"]
-        if not (last == -1 or last < closeTime):
+        if not shouldEmitFinal(self.context(), meta, self.emitIntervalMs, closeTime):
             return
+        last = meta["lastEmitWindowCloseTime"]
         upper = closeTime - d - 1
         if upper < 0:
             return
         lower = 0 if last == -1 else max(0, last - d)
-        for kv in self.store._fetchAllTimeFirst(lower, upper):
+        for kv in self.store.fetchAll(lower, upper):
             self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
         meta["lastEmitWindowCloseTime"] = closeTime

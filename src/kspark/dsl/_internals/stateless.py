@@ -255,6 +255,9 @@ class _FixedKeyContext(FixedKeyProcessorContext):
     def currentSystemTimeMs(self) -> int:
         return self._inner.currentSystemTimeMs()
 
+    def appConfigs(self) -> dict:
+        return self._inner.appConfigs()
+
 
 class FixedKeyProcessorAdapter(ContextualProcessor):
     """Runs a user processor for ``KStream.processValues`` (Kafka ``FixedKeyProcessor``)."""

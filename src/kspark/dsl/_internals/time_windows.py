@@ -8,7 +8,7 @@ from ...processor import ContextualProcessor, Record
 from ...state import ValueAndTimestamp
 from ...state._window import Windowed
 from .cache import RecordCache
-from .common import Change, dropped, expiredWindow
+from .common import Change, dropped, emitIntervalMs, expiredWindow, shouldEmitFinal
 from .fast_paths import timeWindowFastPath, windowedFastPath
 
 
@@ -29,7 +29,8 @@ class KStreamWindowAggregate(ContextualProcessor):
     (and the last close time stays) while no new window has closed (``shouldRangeFetch``).
     Cached (Kafka's default), the scan reads through the record cache, which forwards nothing here
     but still holds windows the store hides past its retention (``CachingWindowStore.fetchAll``).
-    The emit throttle is 0 ms (TopologyTestDriver's value, TTD-2) on every host.
+    At most one emit pass per ``__emit.interval.ms.kstreams.windowed.aggregation__`` ms of wall-clock
+    time (``common.shouldEmitFinal``; 0 when not set: TopologyTestDriver's value, TTD-2, on every host).
     """
 
     sendOldValues = False
@@ -50,6 +51,7 @@ class KStreamWindowAggregate(ContextualProcessor):
                                           forwards=not self.emitFinal)
         self.meta = context.nodeState()
         self.meta.setdefault("observedStreamTime", -1)
+        self.emitIntervalMs = emitIntervalMs(context) if self.emitFinal else 0
 
     def process(self, record: Record) -> None:
         key, value, ts = record.key(), record.value(), record.timestamp()
@@ -104,17 +106,17 @@ class KStreamWindowAggregate(ContextualProcessor):
     def _maybeForwardFinalResult(self, record: Record, closeTime: int) -> None:
         """KIP-825 for time windows (``AbstractKStreamTimeWindowAggregateProcessor``)."""
         meta, size = self.meta, self.windows.size()
-        last = meta.setdefault("lastEmitWindowCloseTime", -1)
-        if not (last == -1 or last < closeTime):
+        if not shouldEmitFinal(self.context(), meta, self.emitIntervalMs, closeTime):
             return
+        last = meta.get("lastEmitWindowCloseTime", -1)
         upper = closeTime - size
         if upper < 0:
             return
         lower = 0 if last == -1 else max(0, last - size) + 1
         if last != -1 and self.windows.windowsFor(upper) == self.windows.windowsFor(lower - 1):
             return  # no new window closed since the last emission
-        due = list(self.store._fetchAllTimeFirst(lower, upper))
-        if self.cache.enabled and lower < self.store._observed - self.store._retentionMs:
+        due = list(self.store.fetchAll(lower, upper))
+        if self.cache.enabled and lower < self.store._oldestVisible():
             due = self.cache.hiddenWindows(due, lower, upper)  # windows the store hides, still cached
         for kv in due:
             self.context().forward(Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record._headers))
