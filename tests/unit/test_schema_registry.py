@@ -201,6 +201,24 @@ def test_joined_and_stream_joined_with_avro_values(url):
         "companies-value", "pairs-value", "prices-value"]
 
 
+def test_global_table_store_serdes_see_its_source_topic(url):
+    """A GlobalKTable's store has no changelog of its own: its source topic is its changelog
+    (``GlobalStateManagerImpl.changelogFor``), so its serdes register nothing but
+    ``<topic>-value``. (Checked on Kafka Streams 4.3's TopologyTestDriver with a serde recording
+    its topics: ``companies`` only, never ``app-company-master-changelog``.)"""
+    companySerde = avro(url, COMPANY)
+    b = StreamsBuilder()
+    companies = b.globalTable("companies", Consumed.with_(Serdes.String(), companySerde), Materialized.as_("company-master"))
+    b.stream("codes", Consumed.with_(Serdes.String(), Serdes.String())) \
+        .join(companies, lambda k, v: v, lambda v, c: c["sector"]).to("sectors", Produced.with_(Serdes.String(), Serdes.String()))
+    with TopologyTestDriver(b.build(), {"application.id": "app"}) as d:
+        d.createInputTopic("companies", Serdes.String(), companySerde).pipeInput("A", {"name": "Acme", "sector": "tech"}, 1)
+        d.createInputTopic("codes", Serdes.String(), Serdes.String()).pipeInput("x", "A", 2)
+        assert d.createOutputTopic("sectors", Serdes.String(), Serdes.String()).readKeyValuesToList() == [("x", "tech")]
+        assert d.getKeyValueStore("company-master").get("A") == {"name": "Acme", "sector": "tech"}
+    assert registryClient(conf(url)).get_subjects() == ["companies-value"]
+
+
 def test_tombstones_stay_null_through_avro_tables(url):
     """A null value is null in every serde (no registry call, no framing): a KTable delete and its
     changelog tombstone, and the table's downstream delete record."""
