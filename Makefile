@@ -1,5 +1,6 @@
 # make demo: install into .venv and run the valuation-signal job on Spark local mode
 # make demo-kafka: the same job on a real Kafka broker (KRaft, started on 127.0.0.1), exactly once
+# make demo-kafka-avro: the same on Avro topics, with a schema registry (Apicurio) started on 127.0.0.1
 # make test: install into .venv and run the test suite
 # make bench: also install the comparison systems (.[bench]) and run every benchmark (bench/README.md)
 # make cluster: start a Spark standalone cluster on 127.0.0.1 (a master, two 1-core workers) and
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml
 	-$(PY) -m kspark.spark._cds > /dev/null
 	touch $(STAMP)
 
-.PHONY: demo demo-kafka test bench jvm cluster cluster-stop
+.PHONY: demo demo-kafka demo-kafka-avro test bench jvm cluster cluster-stop
 jvm:
 	@cmp -s jvm/pom.xml $(KSPARK_JVM_LIB)/pom.xml || { \
 	  rm -rf $(KSPARK_JVM_LIB).tmp && \
@@ -41,6 +42,9 @@ demo: $(STAMP)
 
 demo-kafka: $(STAMP) jvm
 	$(PY) examples/valuation_signals.py --kafka
+
+demo-kafka-avro: $(STAMP) jvm
+	$(PY) examples/valuation_signals.py --kafka --avro
 
 test: $(STAMP) jvm
 	$(PY) -m pytest -q --durations=25
