@@ -438,6 +438,9 @@ def test_subject_name_strategies(url):
 
 
 # ------------------------------------------------------------------ over HTTP: confluent-kafka's real client
+# against tests/_registry_stub.py, which counts requests with their Authorization header and can
+# fail on purpose; the real registry's tests (compatibility, interop, evolution on Spark and
+# Kafka) are in tests/kafka/test_schema_registry_kafka.py and tests/spark/.
 @pytest.fixture
 def stub():
     with RegistryStub({7: json.dumps(PRICE)}) as registry:
@@ -462,14 +465,6 @@ def test_one_client_per_process_caches_schemas_by_id_and_sends_basic_auth(stub, 
     assert registryClient(configs) is registryClient(dict(configs))
     auth = "Basic " + base64.b64encode(b"fred:s3cret").decode()
     assert stub.requests == [("GET", "/schemas/ids/7?subject=prices-value", auth)]  # once for the process
-
-
-def test_incompatible_schema_raises_the_registry_error_naming_the_subject():
-    """The registry's 409 answer to a registration (here from the stand-in: no registry could be
-    run in the tests, see the README) is raised naming the subject; the record is not written."""
-    with RegistryStub(incompatible=True) as registry, pytest.raises(SerializationException, match=r"refused the schema for subject prices-value \(topic prices\): "
-                                                     r"Schema being registered is incompatible .*HTTP status code 409"):
-        avro(registry.url, PRICE, **{"schema.registry.max.retries": "0"}).serialize("prices", {"code": "A", "close": 1.0})
 
 
 def test_failing_registry_fails_the_task_and_drops_nothing():
