@@ -21,6 +21,10 @@ previous close, a move that separates a real re-rating from ordinary intraday no
 typical KOSPI stock moves 1-3 % a day) while still firing on days like the 2026-03-09
 sell-off.
 
+With ``--avro`` the four topics hold Avro records in Confluent's wire format, their schemas
+(:data:`AVRO_SCHEMAS`) registered in a schema registry: the job is the same, only its value
+serdes are ``GenericAvroSerde`` instead of ``Serdes.JSON()``.
+
 Run: ``python examples/valuation_signals.py`` (see README.md).
 """
 
@@ -48,6 +52,40 @@ SIGNAL_STORE = "signal-company-state-store"
 COMPANY_STORE = "company-master"
 PRICE_PARTITIONS, VALUATION_PARTITIONS, SIGNAL_PARTITIONS = 5, 1, 5
 DEFAULT_THRESHOLD = 0.05
+TOPICS = ("prices", "valuations", "companies", "signals")
+
+
+def _record(name: str, fields: dict[str, object]) -> dict:
+    return {"type": "record", "name": name, "namespace": "krx",
+            "fields": [{"name": n, "type": t} for n, t in fields.items()]}
+
+
+PRICE_COLUMNS = ("snapshot_ts", "trade_date", "code", "name", "market", "close", "open", "high", "low", "volume",
+                 "amount", "marcap", "shares", "change", "change_pct")
+AVRO_SCHEMAS = {  # the value schemas of --avro: prices and valuations as their CSV rows (strings)
+    "prices": _record("Price", dict.fromkeys(PRICE_COLUMNS, "string")),
+    "valuations": _record("Valuation", dict.fromkeys(("date", "code", "name", "sector", "per", "pbr", "eps", "bps"),
+                                                     "string")),
+    "companies": _record("Company", dict.fromkeys(("code", "name", "sector"), "string")),
+    "signals": _record("Signal", {
+        "code": "string", "name": "string", "trade_date": "string", "snapshot_ts": "string", "close": "double",
+        "valuation_date": "string", "per_prev": "double", "pbr_prev": "double", "per_now": "double",
+        "pbr_now": ["null", "double"], "sector": "string", "per_drop_pct": "double"}),
+}
+
+
+def jsonSerdes() -> dict:
+    """The value serde of each topic: JSON (the default run)."""
+    return dict.fromkeys(TOPICS, Serdes.JSON())
+
+
+def avroSerdes(registryUrl: str) -> dict:
+    """The value serde of each topic with ``--avro``: ``GenericAvroSerde`` with the topic's schema
+    (:data:`AVRO_SCHEMAS`), configured with ``schema.registry.url`` as in Kafka Streams."""
+    from kspark import GenericAvroSerde
+
+    return {t: GenericAvroSerde(AVRO_SCHEMAS[t], configs={"schema.registry.url": registryUrl}, isKey=False)
+            for t in TOPICS}
 
 
 def epochMs(iso: str, _parsed: dict = {}) -> int:  # noqa: B006 - memo: a snapshot's prices share its timestamp
@@ -107,30 +145,32 @@ class SignalOncePerDay(ContextualProcessor):
         self.context().forward(record.withValue({**v, "per_drop_pct": round(100 * (1 - v["per_now"] / v["per_prev"]), 2)}))
 
 
-def buildTopology(threshold: float = DEFAULT_THRESHOLD, repartition: bool = True):
-    """The job's topology; ``repartition=False`` is seed 004's first, wrong, attempt."""
+def buildTopology(threshold: float = DEFAULT_THRESHOLD, repartition: bool = True, serdes: dict | None = None):
+    """The job's topology; ``repartition=False`` is seed 004's first, wrong, attempt. ``serdes``:
+    the value serde of each topic (:func:`jsonSerdes` if None, or :func:`avroSerdes`)."""
+    serdes = serdes or jsonSerdes()
     builder = StreamsBuilder()
     builder.addStateStore(
         Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(SIGNAL_STORE), Serdes.String(), Serdes.String())
     )
-    valuations = builder.stream("valuations", Consumed.with_(Serdes.String(), Serdes.JSON()))
+    valuations = builder.stream("valuations", Consumed.with_(Serdes.String(), serdes["valuations"]))
     if repartition:
         valuations = valuations.repartition(
             Repartitioned.as_("valuations-by-code").withNumberOfPartitions(PRICE_PARTITIONS)
         )
     table = valuations.toTable(materialized=Materialized.as_("valuations-in-force"))
-    companies = builder.globalTable("companies", Consumed.with_(Serdes.String(), Serdes.JSON()),
+    companies = builder.globalTable("companies", Consumed.with_(Serdes.String(), serdes["companies"]),
                                     Materialized.as_(COMPANY_STORE))
     (
         builder.stream(
             "prices",
-            Consumed.with_(Serdes.String(), Serdes.JSON()).withTimestampExtractor(SnapshotTimestampExtractor()),
+            Consumed.with_(Serdes.String(), serdes["prices"]).withTimestampExtractor(SnapshotTimestampExtractor()),
         )
         .join(table, realtimeValuation, joined="join-valuation")
         .join(companies, lambda code, v: v["code"], withCompany, named="join-company-master")
         .filter(cheaperThan(threshold), named="per-below-threshold")
         .process(SignalOncePerDay, SIGNAL_STORE, named="once-per-company-per-day")
-        .to("signals", Produced.with_(Serdes.String(), Serdes.JSON()))
+        .to("signals", Produced.with_(Serdes.String(), serdes["signals"]))
     )
     return builder.build()
 
@@ -163,32 +203,47 @@ def valuationRecord(row: dict) -> tuple[str, dict, int]:
     return row["code"], value, epochMs(row["source_commit_time"])
 
 
-def loadTopics(topics, prices: list[dict], valuations: list[dict]) -> None:
+def loadTopics(topics, prices: list[dict], valuations: list[dict], serdes: dict | None = None) -> None:
     """Produce the inputs, as the seed's producers do: prices keyed by code into 5 partitions,
     valuations into 1 partition with their publication time as record timestamp, the company
-    master into 1 partition."""
+    master into 1 partition; values with ``serdes`` (:func:`jsonSerdes` if None)."""
     from kspark.runtime.partitioner import partitionForKey
 
-    key, val = Serdes.String(), Serdes.JSON()
+    serdes = serdes or jsonSerdes()
+    key = Serdes.String()
     topics.createTopic("prices", PRICE_PARTITIONS)
     topics.createTopic("valuations", VALUATION_PARTITIONS)
     topics.createTopic("signals", SIGNAL_PARTITIONS)
     topics.createTopic("companies", 1)
     ingestion = int(time.time() * 1000)  # record timestamp = when loaded; event time is in the payload
-    topics.produce("prices", [(key.serialize("prices", r["code"]), val.serialize("prices", r), ingestion)
+    topics.produce("prices", [(key.serialize("prices", r["code"]), serdes["prices"].serialize("prices", r), ingestion)
                               for r in prices], partitioner=partitionForKey)
-    topics.produce("valuations", [(key.serialize("valuations", k), val.serialize("valuations", v), ts)
+    topics.produce("valuations", [(key.serialize("valuations", k), serdes["valuations"].serialize("valuations", v), ts)
                                   for k, v, ts in map(valuationRecord, valuations)], partitioner=partitionForKey)
-    topics.produce("companies", [(key.serialize("companies", k), val.serialize("companies", v), ts)
+    topics.produce("companies", [(key.serialize("companies", k), serdes["companies"].serialize("companies", v), ts)
                                  for k, v, ts in companyRecords(valuations)], partitioner=partitionForKey)
 
 
-def readSignals(topics) -> list[dict]:
+def avroReader(registryUrl: str):
+    """A plain Avro consumer's value deserializer (confluent-kafka's ``AvroDeserializer``, not
+    kspark's serde) for the signals: bytes -> dict, with the writer's schema from the registry."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registryUrl}))
+    ctx = SerializationContext("signals", MessageField.VALUE)
+    return lambda data: deserializer(data, ctx)
+
+
+def readSignals(topics, readValue=json.loads) -> list[dict]:
+    """The signals (read_committed on Kafka), each value decoded by ``readValue`` (JSON, or
+    :func:`avroReader`) with its record timestamp, in (timestamp, code) order."""
     out = []
     for p in range(topics.partitionsFor("signals")):
         table = topics.read("signals", p, 0, topics.endOffset("signals", p))
         for ts, value in zip(table.column("timestamp").to_pylist(), table.column("value").to_pylist()):
-            out.append({**json.loads(value), "timestamp": ts})
+            out.append({**readValue(value), "timestamp": ts})
     return sorted(out, key=lambda s: (s["timestamp"], s["code"]))
 
 
@@ -248,6 +303,10 @@ def main(argv=None) -> int:
                         help="start a Kafka broker on 127.0.0.1 (jars from `make jvm`) and run on its topics")
     parser.add_argument("--bootstrap-servers", default=None,
                         help="run on the topics of this Kafka cluster (the four topics must not exist yet)")
+    parser.add_argument("--avro", action="store_true",
+                        help="Avro values with registered schemas (GenericAvroSerde); starts a schema registry on "
+                             "127.0.0.1 (Apicurio, from `make jvm`) unless --schema-registry-url is given")
+    parser.add_argument("--schema-registry-url", default=None, help="the schema registry of --avro")
     args = parser.parse_args(argv)
     args.work = args.work.resolve()  # executors resolve a relative path against their own directory
 
@@ -255,38 +314,49 @@ def main(argv=None) -> int:
 
     started = time.time()
     shutil.rmtree(args.work, ignore_errors=True)
-    broker = None
-    if args.kafka and not args.bootstrap_servers:
-        from kspark.testing import KafkaBroker
-
-        broker = KafkaBroker(args.work / "kafka").start()
-        args.bootstrap_servers = broker.bootstrapServers
-        print(f"Kafka broker (KRaft) up on {broker.bootstrapServers} in {time.time() - started:.1f} s, "
-              f"{broker.rssMb():.0f} MB resident")
+    broker = registry = None
     try:
+        if args.kafka and not args.bootstrap_servers:
+            from kspark.testing import KafkaBroker
+
+            broker = KafkaBroker(args.work / "kafka").start()
+            args.bootstrap_servers = broker.bootstrapServers
+            print(f"Kafka broker (KRaft) up on {broker.bootstrapServers} in {time.time() - started:.1f} s, "
+                  f"{broker.rssMb():.0f} MB resident")
+        if args.avro and not args.schema_registry_url:
+            from kspark.testing import SchemaRegistry
+
+            registryStart = time.time()
+            registry = SchemaRegistry(args.work / "registry").start()
+            args.schema_registry_url = registry.url
+            print(f"schema registry (Apicurio, in memory) up on {registry.url} in {time.time() - registryStart:.1f} s, "
+                  f"{registry.rssMb():.0f} MB resident")
         return run(args, openTopics(config(args)), started)
     finally:
-        if broker is not None:
-            broker.stop()
+        for server in (registry, broker):
+            if server is not None:
+                server.stop()
 
 
 def run(args, topics, started: float) -> int:
     from kspark import KafkaStreams
 
+    serdes = avroSerdes(args.schema_registry_url) if args.avro else jsonSerdes()
     prices, valuations = readPrices(args.limit), readValuations()
-    loadTopics(topics, prices, valuations)
+    loadTopics(topics, prices, valuations, serdes)
     print(f"loaded {len(prices):,} price snapshots into 'prices' ({PRICE_PARTITIONS} partitions), "
           f"{len(valuations):,} daily valuations into 'valuations' ({VALUATION_PARTITIONS} partition) and "
-          f"{topics.endOffset('companies', 0):,} companies into 'companies' (global table)")
+          f"{topics.endOffset('companies', 0):,} companies into 'companies' (global table)"
+          + (", as Avro (subjects prices-value, valuations-value, companies-value)" if args.avro else ""))
 
     try:  # seed 004's bug: joining without co-partitioning must not start
-        KafkaStreams(buildTopology(args.threshold, repartition=False), config(args)).start()
+        KafkaStreams(buildTopology(args.threshold, repartition=False, serdes=serdes), config(args)).start()
         print("ERROR: the topology without repartition was accepted")
         return 1
     except TopologyException as e:
         print(f"without repartition(): rejected before any record is processed:\n  {e}")
 
-    topology = buildTopology(args.threshold)
+    topology = buildTopology(args.threshold, serdes=serdes)
     print(topology.describe())
     streams = KafkaStreams(topology, config(args))
     runStart = time.time()
@@ -295,7 +365,8 @@ def run(args, topics, started: float) -> int:
     runSeconds = time.time() - runStart
     streams.close()  # kspark prints its summary: records per topic, drops by reason, wall time
     # on Kafka, read back as a read_committed consumer: only what committed transactions wrote
-    printSummary(topics, streams.metrics(), readSignals(topics), len(prices) + len(valuations), runSeconds)
+    signals = readSignals(topics, avroReader(args.schema_registry_url) if args.avro else json.loads)
+    printSummary(topics, streams.metrics(), signals, len(prices) + len(valuations), runSeconds)
     if args.picture:
         print(f"wrote {topology.describe().render(args.picture, streams.metrics())}")
     print(f"total wall time {time.time() - started:.1f} s")

@@ -1,9 +1,9 @@
-"""A stand-in for a schema registry's REST API over HTTP on 127.0.0.1, for tests of
-confluent-kafka's real ``SchemaRegistryClient`` under kspark's serdes: it serves the schemas
-registered on it by id, counts every request (path and Authorization header), and with
-``incompatible=True`` answers a registration with Confluent's 409 "incompatible" error, and with
-``failWith=<status>`` every GET gets that status. It is not
-a registry (no compatibility checks, no versions): tests that need one use a real registry."""
+"""A stand-in for a schema registry's REST API over HTTP on 127.0.0.1, for unit tests of
+confluent-kafka's real ``SchemaRegistryClient`` under kspark's serdes that a real registry cannot
+serve: it counts every request (path and Authorization header), and with ``failWith=<status>``
+every GET gets that status (a failing registry). It serves the schemas registered on it by id.
+It is not a registry (no compatibility checks, no versions): the Spark and Kafka tests use the
+real one (the ``schemaRegistry`` fixture, kspark.testing.SchemaRegistry)."""
 
 import http.server
 import json
@@ -11,10 +11,9 @@ import threading
 
 
 class RegistryStub:
-    def __init__(self, schemas: dict[int, str] | None = None, incompatible: bool = False, failWith: int | None = None):
+    def __init__(self, schemas: dict[int, str] | None = None, failWith: int | None = None):
         self.schemas = dict(schemas or {})
         self.failWith = failWith  # an HTTP status every request gets (a failing registry)
-        self.incompatible = incompatible
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Authorization)
         self._lock = threading.Lock()
         stub = self
@@ -34,9 +33,6 @@ class RegistryStub:
                 stub._log("POST", self)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 subject = self.path.split("/")[2] if self.path.startswith("/subjects/") else "?"
-                if stub.incompatible:
-                    return self._send(409, {"error_code": 409, "message": "Schema being registered is incompatible "
-                                                                         f"with an earlier schema for subject \"{subject}\""})
                 with stub._lock:
                     sid = next((i for i, s in stub.schemas.items() if s == body.get("schema")), None)
                     if sid is None:

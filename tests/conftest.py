@@ -29,6 +29,19 @@ def kafkaBroker(tmp_path_factory):
     broker.close()
 
 
+@pytest.fixture(scope="session")
+def schemaRegistry(tmp_path_factory):
+    """A real schema registry (Apicurio Registry, in-memory storage, Confluent's API) on 127.0.0.1
+    for the whole session (``make jvm`` builds it; missing, the test fails, it is never skipped).
+    Its schemas live as long as the session: tests use their own topic names (subjects)."""
+    from kspark.testing import SchemaRegistry
+
+    registry = SchemaRegistry(tmp_path_factory.mktemp("registry"))
+    registry.start()
+    yield registry
+    registry.close()
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if any(tier in str(item.fspath) for tier in ("tests/spark/", "tests/kafka/", "tests/cluster/")):

@@ -3,9 +3,8 @@ the serde travels to the Python workers pickled without its client; each worker 
 one confluent-kafka ``SchemaRegistryClient`` and fetches a schema id once, whatever the number
 of records, tasks and micro-batches.
 
-The registry is tests/_registry_stub.py's HTTP stand-in (confluent-kafka's real client talks to it
-over HTTP and it counts the requests): Apicurio Registry could not be run from Maven artifacts
-here (see the README)."""
+The registry is the session's real one (``schemaRegistry``: Apicurio Registry with Confluent's
+API); the requests are counted by the registry's own metrics."""
 
 import json
 import os
@@ -18,44 +17,41 @@ from kspark import Consumed, GenericAvroSerde, KafkaStreams, Produced, Serdes, S
 from kspark.runtime.partitioner import partitionForKey
 from kspark.topics import LocalTopics
 
-from _registry_stub import RegistryStub
-
 PRICE = {"type": "record", "name": "Price", "namespace": "krx",
          "fields": [{"name": "code", "type": "string"}, {"name": "close", "type": "double"}]}
 
 
-def test_one_registry_client_per_worker_fetches_each_schema_id_once(spark, tmp_path):
-    with RegistryStub({7: json.dumps(PRICE)}) as registry:
-        # input written by confluent-kafka's own producer-side serializer with schema id 7
-        plain = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(PRICE),
-                               conf={"auto.register.schemas": False, "use.schema.id": 7})
-        ctx = SerializationContext("prices", MessageField.VALUE)
-        records = [(f"c{i % 13}", {"code": f"c{i % 13}", "close": float(i)}, 1_000 + i) for i in range(300)]
-        topics = LocalTopics(tmp_path / "topics")
-        topics.createTopic("prices", 2)
-        topics.createTopic("out", 2)
-        topics.produce("prices", [(k.encode(), plain(v, ctx), ts) for k, v, ts in records], partitioner=partitionForKey)
-        registry.requests.clear()
+def test_one_registry_client_per_worker_fetches_each_schema_id_once(spark, schemaRegistry, tmp_path):
+    # input written by confluent-kafka's own producer-side serializer, which registers the schema
+    plain = AvroSerializer(SchemaRegistryClient({"url": schemaRegistry.url}), json.dumps(PRICE))
+    ctx = SerializationContext("sr-spark-prices", MessageField.VALUE)
+    records = [(f"c{i % 13}", {"code": f"c{i % 13}", "close": float(i)}, 1_000 + i) for i in range(300)]
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("sr-spark-prices", 2)
+    topics.createTopic("out", 2)
+    topics.produce("sr-spark-prices", [(k.encode(), plain(v, ctx), ts) for k, v, ts in records], partitioner=partitionForKey)
+    before = schemaRegistry.requestCount(), schemaRegistry.requestCount("GET", "/schemas/ids/{id}")
 
-        serde = GenericAvroSerde(configs={"schema.registry.url": registry.url}, isKey=False)
-        b = StreamsBuilder()
-        b.stream("prices", Consumed.with_(Serdes.String(), serde)) \
-            .mapValues(lambda v: {"close": v["close"], "pid": os.getpid()}) \
-            .to("out", Produced.with_(Serdes.String(), Serdes.JSON()))
-        streams = KafkaStreams(b.build(), {"application.id": "sr", "kspark.topics.dir": str(tmp_path / "topics"),
-                                           "state.dir": str(tmp_path / "state"),
-                                           "kspark.max.records.per.trigger": 60}, spark=spark)
-        streams.start()
-        streams.awaitTermination()
-        streams.close()
+    serde = GenericAvroSerde(configs={"schema.registry.url": schemaRegistry.url}, isKey=False)
+    b = StreamsBuilder()
+    b.stream("sr-spark-prices", Consumed.with_(Serdes.String(), serde)) \
+        .mapValues(lambda v: {"close": v["close"], "pid": os.getpid()}) \
+        .to("out", Produced.with_(Serdes.String(), Serdes.JSON()))
+    streams = KafkaStreams(b.build(), {"application.id": "sr", "kspark.topics.dir": str(tmp_path / "topics"),
+                                       "state.dir": str(tmp_path / "state"),
+                                       "kspark.max.records.per.trigger": 60}, spark=spark)
+    streams.start()
+    streams.awaitTermination()
+    streams.close()
 
-        out = []
-        for p in range(2):
-            t = topics.read("out", p, 0, topics.endOffset("out", p))
-            out += [(k.decode(), json.loads(v)) for k, v in zip(t.column("key").to_pylist(), t.column("value").to_pylist())]
-        assert sorted((k, v["close"]) for k, v in out) == sorted((k, v["close"]) for k, v, _ in records)
-        workers = {v["pid"] for _, v in out}
-        fetches = [r for r in registry.requests if r[:2] == ("GET", "/schemas/ids/7?subject=prices-value")]
-        assert registry.requests == fetches          # nothing but schema fetches
-        assert len(fetches) == len(workers)          # one per Python worker process, not per record or batch
-        assert os.getpid() not in workers
+    out = []
+    for p in range(2):
+        t = topics.read("out", p, 0, topics.endOffset("out", p))
+        out += [(k.decode(), json.loads(v)) for k, v in zip(t.column("key").to_pylist(), t.column("value").to_pylist())]
+    assert sorted((k, v["close"]) for k, v in out) == sorted((k, v["close"]) for k, v, _ in records)
+    workers = {v["pid"] for _, v in out}
+    assert os.getpid() not in workers
+    requests = schemaRegistry.requestCount() - before[0]
+    fetches = schemaRegistry.requestCount("GET", "/schemas/ids/{id}") - before[1]
+    assert requests == fetches                    # nothing but schema fetches
+    assert fetches == len(workers)                # one per Python worker process, not per record or batch

@@ -201,6 +201,24 @@ def test_joined_and_stream_joined_with_avro_values(url):
         "companies-value", "pairs-value", "prices-value"]
 
 
+def test_global_table_store_serdes_see_its_source_topic(url):
+    """A GlobalKTable's store has no changelog of its own: its source topic is its changelog
+    (``GlobalStateManagerImpl.changelogFor``), so its serdes register nothing but
+    ``<topic>-value``. (Checked on Kafka Streams 4.3's TopologyTestDriver with a serde recording
+    its topics: ``companies`` only, never ``app-company-master-changelog``.)"""
+    companySerde = avro(url, COMPANY)
+    b = StreamsBuilder()
+    companies = b.globalTable("companies", Consumed.with_(Serdes.String(), companySerde), Materialized.as_("company-master"))
+    b.stream("codes", Consumed.with_(Serdes.String(), Serdes.String())) \
+        .join(companies, lambda k, v: v, lambda v, c: c["sector"]).to("sectors", Produced.with_(Serdes.String(), Serdes.String()))
+    with TopologyTestDriver(b.build(), {"application.id": "app"}) as d:
+        d.createInputTopic("companies", Serdes.String(), companySerde).pipeInput("A", {"name": "Acme", "sector": "tech"}, 1)
+        d.createInputTopic("codes", Serdes.String(), Serdes.String()).pipeInput("x", "A", 2)
+        assert d.createOutputTopic("sectors", Serdes.String(), Serdes.String()).readKeyValuesToList() == [("x", "tech")]
+        assert d.getKeyValueStore("company-master").get("A") == {"name": "Acme", "sector": "tech"}
+    assert registryClient(conf(url)).get_subjects() == ["companies-value"]
+
+
 def test_tombstones_stay_null_through_avro_tables(url):
     """A null value is null in every serde (no registry call, no framing): a KTable delete and its
     changelog tombstone, and the table's downstream delete record."""
@@ -420,6 +438,9 @@ def test_subject_name_strategies(url):
 
 
 # ------------------------------------------------------------------ over HTTP: confluent-kafka's real client
+# against tests/_registry_stub.py, which counts requests with their Authorization header and can
+# fail on purpose; the real registry's tests (compatibility, interop, evolution on Spark and
+# Kafka) are in tests/kafka/test_schema_registry_kafka.py and tests/spark/.
 @pytest.fixture
 def stub():
     with RegistryStub({7: json.dumps(PRICE)}) as registry:
@@ -444,14 +465,6 @@ def test_one_client_per_process_caches_schemas_by_id_and_sends_basic_auth(stub, 
     assert registryClient(configs) is registryClient(dict(configs))
     auth = "Basic " + base64.b64encode(b"fred:s3cret").decode()
     assert stub.requests == [("GET", "/schemas/ids/7?subject=prices-value", auth)]  # once for the process
-
-
-def test_incompatible_schema_raises_the_registry_error_naming_the_subject():
-    """The registry's 409 answer to a registration (here from the stand-in: no registry could be
-    run in the tests, see the README) is raised naming the subject; the record is not written."""
-    with RegistryStub(incompatible=True) as registry, pytest.raises(SerializationException, match=r"refused the schema for subject prices-value \(topic prices\): "
-                                                     r"Schema being registered is incompatible .*HTTP status code 409"):
-        avro(registry.url, PRICE, **{"schema.registry.max.retries": "0"}).serialize("prices", {"code": "A", "close": 1.0})
 
 
 def test_failing_registry_fails_the_task_and_drops_nothing():

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..topology import Subtopology
     from .stream_task import StreamTask
 
-__all__ = ["ReadOnlyStore", "applyGlobalRecords", "globalQueueKey", "globalRecordQueues", "globalStoreNamesOf"]
+__all__ = ["ReadOnlyStore", "applyGlobalRecords", "globalQueueKey", "globalRecordQueues", "globalStoreTopicsOf"]
 
 
 def globalQueueKey(topic: str, partition: int) -> str:
@@ -72,21 +72,22 @@ def globalRecordQueues(task: "StreamTask", spec: SourceNodeSpec, node, topicName
     return queues
 
 
-def globalStoreNamesOf(subtopology: "Subtopology") -> set[str]:
-    """Stores of the processors fed by a global source among ``subtopology``'s nodes."""
+def globalStoreTopicsOf(subtopology: "Subtopology") -> dict[str, str]:
+    """Each store of the processors fed by a global source among ``subtopology``'s nodes, with
+    that source's (logical) topic: the store's changelog in Kafka Streams
+    (``GlobalStateManagerImpl.changelogFor``), the topic its serdes are called with."""
     byName = {n.name: n for n in subtopology.nodes}
-    fed = {n.name for n in subtopology.nodes if isinstance(n, SourceNodeSpec) and n.isGlobal}
-    stores: set[str] = set()
+    fed = {n.name: n.topics[0] for n in subtopology.nodes if isinstance(n, SourceNodeSpec) and n.isGlobal}
     changed = True
     while changed:
         changed = False
         for n in byName.values():
-            if isinstance(n, ProcessorNodeSpec) and n.name not in fed and any(p in fed for p in n.parents):
-                fed.add(n.name)
-                changed = True
-    for name in fed:
-        stores.update(getattr(byName[name], "stores", ()))
-    return stores
+            if isinstance(n, ProcessorNodeSpec) and n.name not in fed:
+                topic = next((fed[p] for p in n.parents if p in fed), None)
+                if topic is not None:
+                    fed[n.name] = topic
+                    changed = True
+    return {store: topic for name, topic in fed.items() for store in getattr(byName[name], "stores", ())}
 
 
 def applyGlobalRecords(task: "StreamTask") -> int:

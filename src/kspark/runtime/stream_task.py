@@ -18,7 +18,7 @@ from ..processor import Cancellable, ProcessorContext, PunctuationType, Record, 
 from ..serialization import IncompatibleTypeException, javaSerializerName, javaTypeName
 from ..topology import Subtopology
 from ..topology._topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
-from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreNamesOf
+from .global_state import ReadOnlyStore, globalRecordQueues, globalStoreTopicsOf
 from .metrics import NODE_GROUP, TASK_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
@@ -536,7 +536,11 @@ class StreamTask:
         for spec in subtopology.nodes:
             for parent in getattr(spec, "parents", []):
                 nodes[parent].children.append(nodes[spec.name])
-        self.globalStoreNames = globalStoreNamesOf(subtopology)
+        globalTopics = globalStoreTopicsOf(subtopology)
+        self.globalStoreNames = set(globalTopics)
+        for name, topic in globalTopics.items():  # a global store's serdes see its source topic, not a changelog name
+            if hasattr(self.stores.get(name), "_serdeTopic"):
+                self.stores[name]._serdeTopic = topicName(topic)
         # global queues first: on equal timestamps a global update is applied before the stream record
         self.partitionGroup = PartitionGroup(globalQueues + queues, config.get(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG))
         self._queues = {PunctuationType.STREAM_TIME: PunctuationQueue(), PunctuationType.WALL_CLOCK_TIME: PunctuationQueue()}

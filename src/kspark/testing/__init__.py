@@ -4,7 +4,8 @@ from ._driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDr
 from ._jvm import JvmArtifactsMissing
 from ._kafka_broker import KafkaBroker
 from ._mock_context import CapturedForward, CapturedPunctuator, MockProcessorContext
+from ._schema_registry import SchemaRegistry
 from ._spark_cluster import SparkStandaloneCluster
 
 __all__ = ["CapturedForward", "CapturedPunctuator", "JvmArtifactsMissing", "KafkaBroker", "MockProcessorContext",
-           "SparkStandaloneCluster", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
+           "SchemaRegistry", "SparkStandaloneCluster", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
