@@ -76,6 +76,9 @@ def getOrCreateSession(config: StreamsConfig):
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # a bounded checkpoint (see the docstring): the last 10 batches, snapshots every 10 s
+        "spark.sql.streaming.minBatchesToRetain": "10",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
