@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from _processes import killRun, treeRss
 from kspark import Serdes
 from kspark.runtime.partitioner import partitionForKey
