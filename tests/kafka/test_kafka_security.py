@@ -160,7 +160,8 @@ def test_flagship_job_as_a_principal_with_kafka_streams_acls_gives_the_drivers_s
     """SASL_PLAINTEXT, SCRAM-SHA-512, exactly_once_v2, only the ACLs Kafka Streams documents: the
     same signals as the unsecured run (TopologyTestDriver's, rules J-1..J-8). Run by ``kspark run
     -v`` (Spark's INFO logs and every line of the JVM, whose Python workers' output it carries),
-    with the progress view and the summary: the password appears nowhere in what it printed."""
+    with the progress view and the summary, and ``--describe``: the password appears nowhere in
+    what they printed."""
     secured.allow("app", "secured-flagship", ["prices", "valuations", "companies"], ["signals"])
     config = tmp_path / "app.properties"
     settings = props("secured-flagship", tmp_path, secured.sasl("app", APP_PASSWORD),
@@ -173,7 +174,10 @@ def test_flagship_job_as_a_principal_with_kafka_streams_acls_gives_the_drivers_s
     got = vs.readSignals(openTopics(secured.sasl("admin", ADMIN_PASSWORD)))
     assert len(flagshipInput) > 50
     assert got == flagshipInput
-    output = run.stdout + run.stderr
+    described = subprocess.run([str(kspark), "run", f"{EXAMPLES / 'valuation_signals.py'}:buildTopology", "--config",
+                                str(config), "--describe"], capture_output=True, text=True, timeout=120)
+    assert described.stdout.startswith("Topologies:")
+    output = run.stdout + run.stderr + described.stdout + described.stderr
     assert "secured-flagship sub-topology 1 batch 0:" in run.stdout and "== secured-flagship: summary ==" in run.stdout
     assert " INFO " in run.stderr  # verbose: Spark's logs are in it
     assert APP_PASSWORD not in output

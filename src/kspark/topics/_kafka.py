@@ -304,7 +304,7 @@ class KafkaTopics(Topics):
             With Kafka's ``TopicAuthorizationException`` text naming every topic it may not
             read or write.
         """
-        from confluent_kafka import KafkaException, TopicCollection
+        from confluent_kafka import KafkaError, KafkaException, TopicCollection
         from confluent_kafka.admin import AclOperation
 
         needs = {t: {AclOperation.READ} for t in reads}
@@ -319,7 +319,7 @@ class KafkaTopics(Topics):
             try:
                 allowed = future.result(timeout=self.timeoutS).authorized_operations
             except KafkaException as e:
-                if e.args[0].code() == e.args[0].TOPIC_AUTHORIZATION_FAILED:
+                if e.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                     denied.append(name)
                     continue
                 raise
