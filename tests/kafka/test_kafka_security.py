@@ -1,6 +1,7 @@
 """kspark on a secured broker (issue 37 item 4), as Kafka shops run one: a SASL_PLAINTEXT
 (SCRAM-SHA-512) listener and an SSL listener (client certificates from a throwaway CA made here
-with ``openssl``), ACLs checked by KRaft's ``StandardAuthorizer``. One broker for the module,
+with the ``openssl`` command, which Debian's ca-certificates, and so every Java, brings), ACLs
+checked by KRaft's ``StandardAuthorizer``. One broker for the module,
 started from the jars ``make jvm`` resolves, as the session's ``kafkaBroker`` is.
 
 The principals get the ACLs Kafka Streams' security guide documents for an application
