@@ -101,9 +101,9 @@ def test_continuous_run_stays_bounded(tmp_path):
     # fills for its first ~40 batches (10 kept, snapshots 10 s apart, old ones purged by the next
     # maintenance), then saw-tooths by up to ~15%; growth that goes on through the run (2 files a
     # batch and partition, as with Spark's defaults before their first purge) ends the last third
-    # at 1.5 times the middle third's maximum. Measured (90 s, 2 partitions): 236 files and 72 KB
-    # at most in the middle third, 240 files and 80 KB in the last (Spark's defaults: 400 files at 60 s,
-    # 736 at 100 s, 1,112 at 180 s)
+    # at 1.5 times the middle third's maximum. Measured (90 s, 2 partitions): 238 files and 73 KB
+    # at most in the middle third, 248 files and 81 KB in the last; with Spark's defaults 330
+    # files, then 626 (and 1,112 after 180 s)
     third = len(samples) // 3
     middle, last = samples[third:2 * third], samples[2 * third:]
     assert len(middle) >= 3 and len(last) >= 3, samples
