@@ -137,7 +137,10 @@ class KafkaStreams:
             If a source, sink or dead-letter topic does not exist, if another instance with the
             same ``application.id`` runs on this ``state.dir`` (its lock), if ``state.dir``
             holds the checkpoint of a different topology, or if a topic's partition count
-            changed since the checkpoint was written.
+            changed since the checkpoint was written. On Kafka also with Kafka's
+            ``TopicAuthorizationException`` text if the principal's ACLs do not let it read a
+            source or write a sink topic, and ``SaslAuthenticationException``'s if the cluster
+            refused its credentials.
         """
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
@@ -400,6 +403,12 @@ class KafkaStreams:
         missingGlobal = sorted(t for t in topology.globalTopics() if not external.get(t))
         if missingGlobal:
             raise MissingSourceTopicException(missingGlobal)
+        if self._config.usesKafka():  # ACLs: fail before the first batch, not at its first write
+            sinks = {t for s in topology.subtopologies() for t in s.sinkTopics if t not in internal}
+            self._topics.checkAuthorized(
+                reads=sorted({t for s in topology.subtopologies() for t in s.sourceTopics if t not in internal}
+                             | set(topology.globalTopics())),
+                writes=sorted(sinks | ({dlq} if dlq is not None else set())))
         globalSubs = topology.globalSubtopologies()
         globalTopics = [physical[t] for t in topology.globalTopics()]
         builders = topology.storeBuilders()

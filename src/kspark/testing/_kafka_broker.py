@@ -59,7 +59,17 @@ class KafkaBroker:
     heapMb : int, default 512
         The JVM's maximum heap (``-Xmx``), in MiB.
     config : dict, optional
-        More broker settings (``server.properties`` keys), overriding the defaults.
+        More broker settings (``server.properties`` keys), overriding the defaults: e.g.
+        ``listeners``, ``advertised.listeners`` and ``listener.security.protocol.map`` for a
+        secured broker whose ``port`` listener is ``SASL_PLAINTEXT`` or ``SSL`` (the
+        ``CONTROLLER`` listener, ``PLAINTEXT`` on ``controllerPort``, is added to them).
+    clientConfig : dict, optional
+        The client settings (librdkafka keys: ``security.protocol``, ``sasl.*``, ``ssl.*``) that
+        the listener on ``port`` requires; ``start()`` checks the broker with them.
+    scramCredentials : dict of str to str, optional
+        SCRAM-SHA-512 users (name -> password) written into the metadata when the log directory
+        is formatted (``kafka-storage format --add-scram``, KIP-900): the users a secured broker
+        needs before it runs, such as its own inter-broker user.
 
     Raises
     ------
@@ -71,13 +81,16 @@ class KafkaBroker:
     """
 
     def __init__(self, logDir: str | os.PathLike | None = None, port: int | None = None, heapMb: int = 512,
-                 config: dict[str, str] | None = None) -> None:
+                 config: dict[str, str] | None = None, clientConfig: dict[str, str] | None = None,
+                 scramCredentials: dict[str, str] | None = None) -> None:
         self._ownsDir = logDir is None
         self.logDir = Path(logDir) if logDir is not None else Path(tempfile.mkdtemp(prefix="kspark-kafka-"))
         self.port = port or _freePort()
         self.controllerPort = _freePort()
         self.heapMb = heapMb
         self._extra = dict(config or {})
+        self.clientConfig = dict(clientConfig or {})
+        self._scram = dict(scramCredentials or {})
         self._process: subprocess.Popen | None = None
 
     @property
@@ -115,6 +128,10 @@ class KafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             **self._extra,
         }
+        if "CONTROLLER://" not in settings["listeners"]:  # listeners given in config: the controller's is added
+            settings["listeners"] += f",CONTROLLER://127.0.0.1:{self.controllerPort}"
+        if "CONTROLLER:" not in settings["listener.security.protocol.map"]:
+            settings["listener.security.protocol.map"] += ",CONTROLLER:PLAINTEXT"
         path = self.logDir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return path
@@ -131,8 +148,10 @@ class KafkaBroker:
         jvm = [java, f"-Xmx{self.heapMb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
         if not (self.logDir / "data" / "meta.properties").exists():
+            scram = [a for name, password in self._scram.items()
+                     for a in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")]
             formatted = subprocess.run(
-                [*jvm, "kafka.tools.StorageTool", "format", "-t", _clusterId(), "-c", str(properties)],
+                [*jvm, "kafka.tools.StorageTool", "format", "-t", _clusterId(), "-c", str(properties), *scram],
                 capture_output=True, text=True, timeout=timeout,
             )
             if formatted.returncode != 0:
@@ -147,7 +166,7 @@ class KafkaBroker:
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + timeout
-        admin = AdminClient({"bootstrap.servers": self.bootstrapServers, "log_level": 0})
+        admin = AdminClient({**self.clientConfig, "bootstrap.servers": self.bootstrapServers, "log_level": 0})
         while True:
             if self._process.poll() is not None:
                 raise RuntimeError(f"The Kafka broker exited with code {self._process.returncode}:\n{_tail(log)}")

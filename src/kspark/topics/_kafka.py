@@ -40,8 +40,7 @@ _JAVA_ONLY = {
     "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms", "auto.include.jmx.reporter",
     "buffer.memory", "max.block.ms", "delivery.timeout.ms.config", "retry.backoff.max.ms", "security.providers",
     "sasl.jaas.config", "sasl.login.class", "sasl.client.callback.handler.class", "sasl.login.callback.handler.class",
-    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.keystore.type",
-    "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.protocol", "ssl.provider",
+    "ssl.truststore.password", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.protocol", "ssl.provider",
     "ssl.secure.random.implementation", "ssl.engine.factory.class", "ssl.enabled.protocols", "client.dns.lookup",
     "partition.assignment.strategy", "exclude.internal.topics", "allow.auto.create.topics", "enable.metrics.push",
 }
@@ -57,22 +56,26 @@ _RENAMED = {  # Java client key -> librdkafka's name for the same setting
 def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | None = None) -> dict[str, str]:
     """``props`` (Java client keys, as ``StreamsConfig.clientConfigs`` gives them) as a librdkafka
     configuration: the same keys where librdkafka has them (most do), ``sasl.jaas.config``'s
-    ``username``/``password`` as ``sasl.username``/``sasl.password``, a few keys under librdkafka's
-    names (``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ...), and keys with no librdkafka
-    meaning dropped, with one WARNING each (logger ``kspark.topics``) for those in ``userKeys`` (the
-    keys the user set; the default: all).
+    ``username``/``password`` as ``sasl.username``/``sasl.password``, the key and trust stores as
+    librdkafka reads them (:func:`_sslConfig`), a few keys under librdkafka's names
+    (``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ...), and keys with no librdkafka meaning
+    dropped, with one WARNING each (logger ``kspark.topics``) for those in ``userKeys`` (the keys
+    the user set; the default: all).
 
     Raises
     ------
     kspark.ConfigException
-        If librdkafka rejects a value, naming the key.
+        If librdkafka rejects a value, or cannot read a key or trust store of that type, naming
+        the key.
     """
     from confluent_kafka import KafkaException
 
     from ..errors import ConfigException
 
-    conf: dict[str, str] = {}
+    conf: dict[str, str] = _sslConfig(props)
     for key, value in props.items():
+        if key in _SSL_STORE_KEYS:
+            continue
         if key == "sasl.jaas.config":
             credentials = dict(_JAAS.findall(str(value)))
             for java, librdkafka in (("username", "sasl.username"), ("password", "sasl.password")):
@@ -102,6 +105,63 @@ def librdkafkaConfig(props: Mapping[str, str], kind: str, userKeys: set[str] | N
     return conf
 
 
+_SSL_STORE_KEYS = {"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.certificates",
+                   "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.keystore.key",
+                   "ssl.keystore.certificate.chain", "ssl.endpoint.identification.algorithm"}
+
+
+def _sslConfig(props: Mapping[str, str]) -> dict[str, str]:
+    """The Java client's key and trust store settings as librdkafka's (which reads PEM files and
+    strings, and PKCS#12 key stores; Java's ``JKS`` stores are not readable by it):
+
+    - ``ssl.truststore.type=PEM`` with ``ssl.truststore.location`` -> ``ssl.ca.location``; with
+      ``ssl.truststore.certificates`` -> ``ssl.ca.pem``;
+    - ``ssl.keystore.type=PEM`` with ``ssl.keystore.location`` (the private key and the
+      certificate chain in one file, as Kafka reads it) -> ``ssl.key.location`` and
+      ``ssl.certificate.location``; with ``ssl.keystore.key`` / ``ssl.keystore.certificate.chain``
+      -> ``ssl.key.pem`` / ``ssl.certificate.pem``; ``ssl.key.password`` decrypts the key (same name);
+    - ``ssl.keystore.type=PKCS12`` -> ``ssl.keystore.location`` and ``ssl.keystore.password``;
+    - ``ssl.endpoint.identification.algorithm`` empty (Java's "no host name check") -> ``none``.
+
+    Raises
+    ------
+    kspark.ConfigException
+        For a store type librdkafka cannot read, naming the key and the types it can.
+    """
+    from ..errors import ConfigException
+
+    conf: dict[str, str] = {}
+    trustType = str(props.get("ssl.truststore.type") or ("PEM" if "ssl.truststore.certificates" in props else "JKS")).upper()
+    if "ssl.truststore.location" in props or "ssl.truststore.certificates" in props:
+        if trustType == "PEM":
+            if "ssl.truststore.location" in props:
+                conf["ssl.ca.location"] = str(props["ssl.truststore.location"])
+            else:
+                conf["ssl.ca.pem"] = str(props["ssl.truststore.certificates"])
+        else:
+            raise ConfigException(f"Invalid value {trustType} for configuration ssl.truststore.type: kspark's Kafka "
+                                  "client (librdkafka) reads trust stores of type PEM only")
+    keyType = str(props.get("ssl.keystore.type") or ("PEM" if "ssl.keystore.key" in props else "JKS")).upper()
+    if "ssl.keystore.location" in props or "ssl.keystore.key" in props:
+        if keyType == "PEM" and "ssl.keystore.location" in props:
+            conf["ssl.key.location"] = conf["ssl.certificate.location"] = str(props["ssl.keystore.location"])
+        elif keyType == "PEM":
+            conf["ssl.key.pem"] = str(props["ssl.keystore.key"])
+            if "ssl.keystore.certificate.chain" in props:
+                conf["ssl.certificate.pem"] = str(props["ssl.keystore.certificate.chain"])
+        elif keyType == "PKCS12" and "ssl.keystore.location" in props:
+            conf["ssl.keystore.location"] = str(props["ssl.keystore.location"])
+            if props.get("ssl.keystore.password") is not None:
+                conf["ssl.keystore.password"] = str(props["ssl.keystore.password"])
+        else:
+            raise ConfigException(f"Invalid value {keyType} for configuration ssl.keystore.type: kspark's Kafka "
+                                  "client (librdkafka) reads key stores of type PEM or PKCS12 (a file) only")
+    if "ssl.endpoint.identification.algorithm" in props:
+        algorithm = str(props["ssl.endpoint.identification.algorithm"] or "").strip()
+        conf["ssl.endpoint.identification.algorithm"] = algorithm.lower() or "none"
+    return conf
+
+
 def _client(kind: str, conf: dict):
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient
@@ -117,6 +177,28 @@ def _unreachable(servers: str, error: object, timeoutS: float = _TIMEOUT_S) -> E
 
     return StreamsException(
         f"The Kafka cluster at bootstrap.servers={servers} did not answer within {timeoutS:g} s: {error}")
+
+
+def topicAuthorizationException(topics: Iterable[str]) -> Exception:
+    """Kafka's ``TopicAuthorizationException`` text ("Not authorized to access topics: [a, b]"),
+    as a ``StreamsException``."""
+    from ..errors import StreamsException
+
+    return StreamsException("org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access "
+                            f"topics: [{', '.join(sorted(set(topics)))}]")
+
+
+def _authenticationException(error) -> Exception:
+    """Kafka's ``SaslAuthenticationException`` (or ``SslAuthenticationException``) with the
+    broker's reason, from librdkafka's ``_AUTHENTICATION`` error ("SASL authentication error:
+    <reason> (after 3ms in state AUTH_REQ)")."""
+    from ..errors import StreamsException
+
+    text = error.str() if hasattr(error, "str") else str(error)
+    kind = "SslAuthenticationException" if text.startswith("SSL") else "SaslAuthenticationException"
+    reason = re.sub(r"^(SASL|SSL) authentication error: ", "", text)
+    reason = re.sub(r"\s*\(after \d+ms in state \w+\)$", "", reason)
+    return StreamsException(f"org.apache.kafka.common.errors.{kind}: {reason}")
 
 
 class KafkaTopics(Topics):
@@ -149,16 +231,30 @@ class KafkaTopics(Topics):
         self.producerConfig = librdkafkaConfig(producerConfig or adminConfig, "producer", userKeys)
         self.servers = self.adminConfig.get("bootstrap.servers", "")
         self._admin = None
+        self._authError = None
 
     def __getstate__(self) -> dict:  # shipped to Spark's Python workers: without the live client
-        return {**self.__dict__, "_admin": None}
+        return {**self.__dict__, "_admin": None, "_authError": None}
 
     def _adminClient(self):
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            self._admin = AdminClient({**self.adminConfig, "logger": _librdkafkaLog})
+            self._admin = AdminClient({**self.adminConfig, "logger": _librdkafkaLog, "error_cb": self._onError})
         return self._admin
+
+    def _onError(self, error) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._AUTHENTICATION:
+            self._authError = error
+
+    def _failedAuthentication(self) -> Exception | None:
+        """Kafka's authentication exception if the admin client's last connection was refused
+        for its credentials (librdkafka retries them; Kafka's clients fail)."""
+        if self._admin is not None:
+            self._admin.poll(0)  # serves error_cb
+        return _authenticationException(self._authError) if self._authError is not None else None
 
     def _readCommitted(self) -> bool:
         return self.consumerConfig.get("isolation.level", "read_committed") == "read_committed"
@@ -167,17 +263,70 @@ class KafkaTopics(Topics):
     def _metadata(self, name: str | None = None):
         from confluent_kafka import KafkaException
 
-        try:
-            return self._adminClient().list_topics(topic=name, timeout=self.timeoutS)
-        except KafkaException as e:
-            raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
+        # in steps of at most 2 s: credentials the broker refused fail the call at once, with
+        # Kafka's authentication error, where librdkafka would retry them until the timeout
+        deadline = time.monotonic() + self.timeoutS
+        while True:
+            try:
+                return self._adminClient().list_topics(topic=name, timeout=min(2.0, max(0.1, deadline - time.monotonic())))
+            except KafkaException as e:
+                refused = self._failedAuthentication()
+                if refused is not None:
+                    raise refused from None
+                if time.monotonic() >= deadline:
+                    raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
 
     def partitionsFor(self, name: str) -> int | None:
-        """Number of partitions of ``name`` on the cluster, or None if it does not exist."""
+        """Number of partitions of ``name`` on the cluster, or None if it does not exist.
+
+        Raises
+        ------
+        kspark.StreamsException
+            With Kafka's ``TopicAuthorizationException`` text if the principal may not describe it.
+        """
+        from confluent_kafka import KafkaError
+
         topic = self._metadata(name).topics.get(name)
+        if topic is not None and topic.error is not None and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise topicAuthorizationException([name])
         if topic is None or topic.error is not None:
             return None
         return len(topic.partitions)
+
+    def checkAuthorized(self, reads: Iterable[str], writes: Iterable[str]) -> None:
+        """Check that the principal may read ``reads`` and write ``writes`` (the topics' authorized
+        operations, KIP-430), so that a run fails before its first batch instead of at its first
+        write.
+
+        Raises
+        ------
+        kspark.StreamsException
+            With Kafka's ``TopicAuthorizationException`` text naming every topic it may not
+            read or write.
+        """
+        from confluent_kafka import KafkaError, KafkaException, TopicCollection
+        from confluent_kafka.admin import AclOperation
+
+        needs = {t: {AclOperation.READ} for t in reads}
+        for t in writes:
+            needs.setdefault(t, set()).add(AclOperation.WRITE)
+        if not needs:
+            return
+        futures = self._adminClient().describe_topics(TopicCollection(sorted(needs)), request_timeout=self.timeoutS,
+                                                      include_authorized_operations=True)
+        denied = []
+        for name, future in futures.items():
+            try:
+                allowed = future.result(timeout=self.timeoutS).authorized_operations
+            except KafkaException as e:
+                if e.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    denied.append(name)
+                    continue
+                raise
+            if allowed is not None and AclOperation.ALL not in allowed and not needs[name] <= set(allowed):
+                denied.append(name)
+        if denied:
+            raise topicAuthorizationException(denied)
 
     def _led(self, name: str, numPartitions: int) -> bool:
         """Whether ``name`` has ``numPartitions`` partitions, each with a leader."""
@@ -396,10 +545,7 @@ class KafkaTopics(Topics):
         errors: list = []
         counts: dict[int, int] = {}
 
-        def delivered(err, msg):
-            if err is not None:
-                errors.append(err)
-
+        delivered = _deliveryErrors(errors)
         for record in records:
             key, value, timestamp = record[:3]
             partition = partitioner(key, numPartitions)
@@ -609,8 +755,7 @@ class KafkaSinkWriter:
                     metadata = self._groupMetadata()
                     _bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, _TIMEOUT_S),
                              _TIMEOUT_S * 1.2, "send_offsets_to_transaction")
-                written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
-                              for t, p, table in parts)
+                written = sum(_produceTable(producer, t, p, table, _deliveryErrors(errors)) for t, p, table in parts)
                 _bounded(lambda: producer.commit_transaction(_TIMEOUT_S * 4), _TIMEOUT_S * 4.8, "commit_transaction")
                 if errors:  # not expected after a successful commit, but never silently
                     raise _sinkError(transactionalId, errors[0])
@@ -623,7 +768,7 @@ class KafkaSinkWriter:
                     producer.abort_transaction(_TIMEOUT_S)
                 except KafkaException:
                     pass
-                if attempt == 2:
+                if attempt == 2 or any(_denied(err) for err in errors):  # ACLs do not change by retrying
                     raise _sinkError(transactionalId, errors[0] if errors else e) from None
                 log.info("%s: batch %d transaction failed (%s); writing it again", transactionalId, batchId, e)
         raise AssertionError("unreachable")
@@ -657,8 +802,7 @@ class KafkaSinkWriter:
             producer = _PRODUCERS[key] = Producer({**self.producerConfig, "enable.idempotence": "true",
                                                    "logger": _librdkafkaLog})
         errors: list = []
-        written = sum(_produceTable(producer, t, p, table, lambda err, msg: err and errors.append(err))
-                      for t, p, table in parts)
+        written = sum(_produceTable(producer, t, p, table, _deliveryErrors(errors)) for t, p, table in parts)
         if producer.flush(_TIMEOUT_S * 4) > 0 or errors:
             raise _sinkError("idempotent producer", errors[0] if errors else "records not acknowledged in time")
         return written
@@ -724,6 +868,24 @@ def _fenced(error) -> bool:
     code = inner.code() if isinstance(inner, KafkaError) else None
     return code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH) \
         or "fenced" in str(error).lower()
+
+
+def _deliveryErrors(errors: list) -> Callable:
+    """A delivery callback that adds each failed record's error to ``errors``: Kafka's
+    ``TopicAuthorizationException`` text naming the topic for librdkafka's
+    ``TOPIC_AUTHORIZATION_FAILED`` ("Broker: Topic authorization failed"), else librdkafka's error."""
+    from confluent_kafka import KafkaError
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            denied = err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+            errors.append(topicAuthorizationException([msg.topic()]) if denied else err)
+
+    return delivered
+
+
+def _denied(error: object) -> bool:
+    return "TopicAuthorizationException" in str(error)
 
 
 def _sinkError(who: str, error: object) -> Exception:
