@@ -15,7 +15,8 @@ cleanly (exit status 130): the checkpoint in ``state.dir`` stays intact and the 
 resumes where the run stopped. A failed run prints kspark's error (for a processor exception the
 task, processor, topic, partition and offset) and the application's traceback once
 (:func:`failureReport`), then the summary; Spark's own traces only with ``-v``. ``--describe``
-prints ``Topology.describe()``, ``--describe FILE`` writes its picture (``.dot``, ``.svg``,
+prints ``Topology.describe()`` and the application's changelog and repartition topics (for
+``application.id`` from the properties file), ``--describe FILE`` writes its picture (``.dot``, ``.svg``,
 ``.png``) instead of running.
 
 ``kspark topics create|produce|consume|list|describe`` (``kspark.cli_topics``) puts records into
@@ -268,7 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["KSPARK_PROGRESS"] = progress
     topology = loadTopology(args.target, props)
     if args.describe == "-":
-        print(topology.describe(), end="")
+        from .config import StreamsConfig
+        from .spark._takeover import internalTopicsText  # imports no Spark
+
+        print(topology.describe(), end="")  # ends with an empty line
+        print(internalTopicsText(topology, StreamsConfig({**props, StreamsConfig.APPLICATION_ID_CONFIG:
+                                                          props.get("application.id") or "<application.id>"})), end="")
         return 0
     if args.describe:
         try:

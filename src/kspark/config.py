@@ -65,6 +65,8 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.store.dir": ("STRING", None, None),
     "kspark.store.memory.bytes": ("LONG", 128 * 1024 * 1024, ("range", 1024 * 1024, None)),
     "kspark.store.cache.max.entries": ("LONG", 100_000, ("range", 0, None)),
+    # taking over an application's state (kspark.spark._takeover): a missing changelog starts empty
+    "kspark.allow.missing.changelogs": ("BOOLEAN", False, None),
     # the terminal view while KafkaStreams runs (auto: rich on a terminal, else a line per batch)
     "kspark.progress": ("STRING", None, ("in", ("auto", "rich", "plain", "none"))),
     # details back: Spark's INFO logs and everything its JVM prints
@@ -677,6 +679,12 @@ class StreamsConfig:
     """How many entries a persistent store keeps decoded in Python between micro-batches (the
     ones loaded most recently are kept); default 100,000 per store and task. A micro-batch's own
     changes are held until it ends, whatever this bound."""
+    ALLOW_MISSING_CHANGELOGS_CONFIG = "kspark.allow.missing.changelogs"
+    """``true``: a store whose changelog topic does not exist starts empty when kspark takes over an
+    application that ran before (a new ``state.dir`` checkpoint while the consumer group
+    ``application.id`` has committed offsets: a Kafka Streams application moving to kspark).
+    Default ``false``: the start is refused, naming the store and the topic, since the store had
+    state that its changelog would have restored (``kspark.spark._takeover``)."""
     REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG = "kspark.repartition.before.stateful.process"
     """kspark's addition: ``true`` makes ``StreamsBuilder.build()`` insert a repartition topic in
     front of a ``process``/``processValues`` with state stores whose input key was changed

@@ -55,7 +55,7 @@ def test_describe_prints_the_topology_and_writes_its_dot(tmp_path):
     sys.path.insert(0, str(EXAMPLE.parent))
     import valuation_signals as vs
 
-    assert out.stdout == str(vs.buildTopology().describe())
+    assert out.stdout.startswith(str(vs.buildTopology().describe()))  # then its internal topics (below)
     assert out.stderr == ""
     dot = subprocess.run([str(kspark), "run", f"{EXAMPLE}:buildTopology", "--describe", str(tmp_path / "t.dot")],
                          capture_output=True, text=True, check=True)
@@ -130,3 +130,36 @@ def test_run_reports_an_invalid_bootstrap_servers_address_in_one_line(tmp_path, 
     (tmp_path / "app.properties").write_text(f"application.id=x\nbootstrap.servers=dummy config\nstate.dir={tmp_path}\n")
     assert main(["run", f"{EXAMPLE}:buildTopology", "--config", str(tmp_path / "app.properties")]) == 1
     assert capsys.readouterr().err == "kspark run: Invalid url in bootstrap.servers: dummy config\n"
+
+
+def test_describe_lists_the_changelog_and_repartition_topics(tmp_path, capsys):
+    """``kspark run --describe`` names the internal topics a Kafka Streams application moving to
+    kspark must share with it (issue 33): a changelog topic per logged store, with the store's
+    kind and sub-topology, and the repartition topics with their writers and readers."""
+    from kspark.cli import main
+
+    (tmp_path / "app.properties").write_text("application.id=shop\n")
+    (tmp_path / "shopapp.py").write_text(
+        "from kspark import Grouped, Materialized, Serdes, SessionWindows, StreamsBuilder\n"
+        "def build():\n"
+        "    b = StreamsBuilder()\n"
+        "    s = b.stream('orders')\n"
+        "    s.groupBy(lambda k, v: v, Grouped.with_(Serdes.String(), Serdes.String())).count()\n"
+        "    s.groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5000)).count(\n"
+        "        materialized=Materialized.as_('sessions').withLoggingDisabled())\n"
+        "    return b.build()\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert main(["run", "shopapp:build", "--describe", "-c", str(tmp_path / "app.properties")]) == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+    out = capsys.readouterr().out
+    assert out.split("\n\n")[-1] == (
+        "Internal topics of application.id shop:\n"
+        "  Changelog topics (one per store with logging enabled):\n"
+        "    (none: logging disabled)  store sessions (session), sub-topology 0\n"
+        "    shop-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog  store KSTREAM-AGGREGATE-STATE-STORE-0000000002 "
+        "(timestamped key-value), sub-topology 1\n"
+        "  Repartition topics:\n"
+        "    shop-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition  written by sub-topology 0, read by "
+        "sub-topology 1\n")

@@ -517,6 +517,21 @@ def test_processValues_may_not_change_the_key():
         run(lambda s: s.processValues(Rekey).to("out"), [("a", 1, 1)])
 
 
+def test_a_record_forwarded_by_processValues_reaches_a_key_changing_node_as_a_record():
+    """Kafka's fixed-key context forwards a ``Record`` made of the ``FixedKeyRecord``'s fields:
+    a selectKey or map after processValues changes the key (found by issue 33's port of a Java
+    topology: kspark's FixedKeyRecord reached selectKey and refused withKey)."""
+    from kspark.processor import ContextualFixedKeyProcessor
+
+    class Same(ContextualFixedKeyProcessor):
+        def process(self, record):
+            self.context().forward(record.withValue(record.value() + 1))
+
+    out = run(lambda s: s.processValues(Same).selectKey(lambda k, v: f"{k}{v}").map(
+        lambda k, v: KeyValue(k + "!", v)).to("out"), [("a", 1, 5)])
+    assert out == [TestRecord("a2!", 2, 5)]
+
+
 def test_foreach_and_print(tmp_path, capsys):
     from kspark.dsl import Printed
 

@@ -391,6 +391,42 @@ def test_a_session_store_restored_from_its_changelog_drops_the_expired_sessions(
     state.close()
 
 
+def test_a_session_that_expires_in_its_own_batch_is_still_logged(tmp_path):
+    """Kafka's ChangeLoggingSessionBytesStore logs every put, also of a session whose segment
+    expires later in the same commit interval (issue 33: a Kafka Streams application's session
+    changelog held sessions that kspark's lacked)."""
+    store = sessionStore(retention=120_000)
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    store._putEntry(10_000, b"k", 5_000, "k", 3)
+    store._putEntry(400_000, b"j", 400_000, "j", 1)  # segment 0 expires
+    records = state.flush("v1", 0, 400_000, CKPT)
+    assert sorted((k, v) for _, k, v, _, _ in records) == [
+        (b"j" + struct.pack(">qq", 400_000, 400_000), struct.pack(">q", 1)),
+        (b"k" + struct.pack(">qq", 10_000, 5_000), struct.pack(">q", 3))]
+    state.close()
+
+
+def test_a_restore_without_the_tasks_checkpoint_takes_the_observed_time_from_the_changelog(tmp_path):
+    """A store restored from changelogs a Kafka Streams application wrote (no kspark checkpoint:
+    issue 33's take-over) observes the latest session end it restores, as Kafka's segmented
+    stores do on restore, and drops the sessions of the segments expired at that time."""
+    topics = LocalTopics(tmp_path / "topics")
+    topics.createTopic("app-sessions-changelog", 1)
+    keys = [b"k" + struct.pack(">qq", 10_000, 5_000), b"j" + struct.pack(">qq", 400_000, 400_000)]
+    topics.append("app-sessions-changelog", 0, pa.table({
+        "timestamp": [0, 0], "key": keys, "value": [struct.pack(">q", 3), struct.pack(">q", 1)],
+        "headers": pa.nulls(2, pa.binary())}))
+    restored = sessionStore(retention=120_000)
+    state = taskState(tmp_path, [restored])
+    assert state.open(CKPT, None) is False
+    restoreStores(state, topics, 0, CKPT, 0, localTopics=False, taskId="0_0")
+    state.restored(CKPT, None)
+    assert restored._observed == 400_000 and restored._purgedBelow == 4
+    assert sessionsOf(restored) == [("j", 400_000, 400_000, 1)]
+    state.close()
+
+
 def test_a_restore_on_local_topics_starts_from_the_newest_snapshot_and_reads_only_the_tail(tmp_path, monkeypatch):
     """Local changelogs are never compacted: a task snapshots its database once its changelogs
     grew by more records than it holds, and a restore reads the snapshot plus the records after it."""

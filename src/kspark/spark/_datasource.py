@@ -161,7 +161,7 @@ SINK_CHUNK_SCHEMA = StructType(
 """Rows the sink accepts with ``layout=chunks``: ``records`` (Arrow IPC stream of
 ``RECORD_SCHEMA`` rows) are appended to ``topic``-``partition``; null ``topic``: a metrics row,
 whose ``positions`` (optional column) is a JSON object ``{"<topic>/<partition>": next offset}``
-of the task's input positions (committed with the records by the Kafka sink). ``staged``
+(or ``[next offset, partition time]``) of the task's input positions (committed with the records by the Kafka sink). ``staged``
 (optional column, local topics only): the records of ``topic``-``partition`` were already
 written by the same Spark task as a segment in the producer's staging directory
 (:class:`SegmentStager`); the row carries that segment's JSON description instead of ``records``."""
@@ -963,11 +963,13 @@ def _distinctPairs(records: pa.Table) -> list[tuple[str, int]]:
     return list(zip(pairs.column("topic").to_pylist(), pairs.column("partition").to_pylist()))
 
 
-def _recordParts(batch: pa.RecordBatch, chunks: bool,
-                 positions: dict[tuple[str, int], int]) -> Iterator[tuple[str, int, pa.Table | StagedSegment]]:
+def _recordParts(batch: pa.RecordBatch, chunks: bool, positions: dict[tuple[str, int], int],
+                 partitionTimes: dict[tuple[str, int], int] | None = None
+                 ) -> Iterator[tuple[str, int, pa.Table | StagedSegment]]:
     """The records of one sink batch as ``(topic, partition, records)`` in order (with
     ``layout=chunks``, a ``StagedSegment`` in place of the records of a ``staged`` row); the
-    input positions of its metrics rows are added to ``positions``."""
+    input positions of its metrics rows are added to ``positions`` (their partition times to
+    ``partitionTimes``)."""
     isMetric = pc.is_null(batch.column("topic"))
     if chunks:
         # Chunk rows hold large binaries: read them row by row instead of filtering the batch
@@ -977,7 +979,7 @@ def _recordParts(batch: pa.RecordBatch, chunks: bool,
         if "positions" in batch.schema.names:
             for text, isMetricRow in zip(batch.column("positions").to_pylist(), isMetric.to_pylist()):
                 if isMetricRow:
-                    _addPositions(positions, text)
+                    _addPositions(positions, text, partitionTimes)
         stagedColumn = batch.column("staged") if "staged" in batch.schema.names else None
         records = batch.column("records")
         for i, topic in enumerate(topics):
@@ -994,7 +996,7 @@ def _recordParts(batch: pa.RecordBatch, chunks: bool,
         return
     if "positions" in batch.schema.names:
         for text in batch.filter(isMetric).column("positions").to_pylist():
-            _addPositions(positions, text)
+            _addPositions(positions, text, partitionTimes)
     records = pa.Table.from_batches([batch.filter(pc.invert(isMetric))])
     if records.num_rows == 0:
         return
@@ -1005,10 +1007,17 @@ def _recordParts(batch: pa.RecordBatch, chunks: bool,
                 for t, p in _distinctPairs(records))
 
 
-def _addPositions(positions: dict[tuple[str, int], int], text: str | None) -> None:
-    for key, offset in json.loads(text or "{}").items():
+def _addPositions(positions: dict[tuple[str, int], int], text: str | None,
+                  partitionTimes: dict[tuple[str, int], int] | None = None) -> None:
+    """Add a metrics row's positions: ``{"<topic>/<partition>": next offset}``, or ``[next offset,
+    partition time]`` (the task's partition time, committed in Kafka Streams' offset metadata)."""
+    for key, position in json.loads(text or "{}").items():
         topic, partition = key.rsplit("/", 1)
-        positions[(topic, int(partition))] = offset
+        if isinstance(position, list):
+            position, partitionTime = position
+            if partitionTimes is not None:
+                partitionTimes[(topic, int(partition))] = partitionTime
+        positions[(topic, int(partition))] = position
 
 
 @dataclass
@@ -1067,14 +1076,16 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
         checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
         positions: dict[tuple[str, int], int] = {}
+        partitionTimes: dict[tuple[str, int], int] = {}
         # the positions arrive on the metrics rows, which may come after the records: collect first
-        parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions)]
+        parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions, partitionTimes)]
         if any(isinstance(part, StagedSegment) for _, _, part in parts):
             raise ValueError("The Kafka sink got staged segments, which only the local-topics sink can commit")
         sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix,
                                self._owner)
         written = sink.write(context.partitionId(), checkpointId, batchId,
-                             [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions)
+                             [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions,
+                             partitionTimes)
         return KafkaCommitMessage(written, context.partitionId())
 
     def commit(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:

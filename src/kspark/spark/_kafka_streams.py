@@ -135,12 +135,16 @@ class KafkaStreams:
             co-partitioned: [{...}]"``, rules J-6, RP-5) — raised before Spark starts.
         StreamsException
             If a source, sink or dead-letter topic does not exist, if another instance with the
-            same ``application.id`` runs on this ``state.dir`` (its lock), if ``state.dir``
-            holds the checkpoint of a different topology, or if a topic's partition count
-            changed since the checkpoint was written. On Kafka also with Kafka's
-            ``TopicAuthorizationException`` text if the principal's ACLs do not let it read a
-            source or write a sink topic, and ``SaslAuthenticationException``'s if the cluster
-            refused its credentials.
+            same ``application.id`` runs on this ``state.dir`` (its lock) or is a member of its
+            consumer group (a Kafka Streams instance included), if ``state.dir`` holds the
+            checkpoint of a different topology, if a topic's partition count changed since the
+            checkpoint was written, or if a new checkpoint cannot take over the state of the
+            application that committed the group's offsets (a Kafka Streams application moving
+            to kspark: a store's changelog topic is missing or in a layout kspark cannot read,
+            or an internal topic belongs to no store or sub-topology; ``kspark.spark._takeover``).
+            On Kafka also with Kafka's ``TopicAuthorizationException`` text if the principal's
+            ACLs do not let it read a source or write a sink topic, and
+            ``SaslAuthenticationException``'s if the cluster refused its credentials.
         """
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
@@ -157,6 +161,10 @@ class KafkaStreams:
             raise
         try:
             self._checkCheckpoints(plans)
+            if self._config.usesKafka():  # before the missing internal topics are created
+                from ._takeover import checkTakeover
+
+                checkTakeover(self._topics, self._config, self._topology, plans, self._newCheckpoints(plans))
             self._createInternalTopics(plans)
             self._listener = ProgressListener(RunProgress(self._appId, plans), progressMode(self._config),
                                               onBatch=self._addBatchCounters)
@@ -608,6 +616,12 @@ class KafkaStreams:
             signatures[name] = signature
         return signatures
 
+    def _newCheckpoints(self, plans: list[dict]) -> set[int]:
+        """The sub-topologies whose checkpoint has no committed micro-batch yet."""
+        stateDir = self._stateDir()
+        return {plan["subtopology"].id for plan in plans
+                if not any(n.isdigit() for n in stateDir.list(f"subtopology-{plan['subtopology'].id}/commits"))}
+
     _INITIAL_OFFSETS = "kspark-initial-offsets.json"
 
     def _initialOffsets(self, checkpoint: str, sourceOptions: dict) -> dict | None:
@@ -647,8 +661,33 @@ class KafkaStreams:
         if saved is not None and logged("offsets"):
             return saved
         offsets = TopicsStreamReader(sourceOptions).initialOffset()
+        stateDir.write(f"{checkpoint}/{self._INITIAL_PARTITION_TIMES}", json.dumps(
+            self._committedPartitionTimes(sourceOptions, offsets)).encode())
         stateDir.write(path, json.dumps(offsets).encode())
         return offsets
+
+    _INITIAL_PARTITION_TIMES = "kspark-initial-partition-times.json"
+
+    def _committedPartitionTimes(self, sourceOptions: dict, offsets: dict) -> dict[str, int]:
+        """``"<topic>/<partition>"`` -> the partition time in the offset metadata the consumer
+        group committed where a new checkpoint starts (Kafka Streams' ``TopicPartitionMetadata``,
+        as a Kafka Streams application or kspark commits it), for the partitions that start at
+        their committed offset: the task's partition and stream times start there, as a Kafka
+        Streams task's do (``StreamTask.initializeTaskTimeAndProcessorMetadata``)."""
+        if not self._config.usesKafka():
+            return {}
+        from ..topics._kafka import decodeStreamsMetadata
+
+        times = {}
+        unlimited = set(filter(None, sourceOptions.get("unlimitedTopics", "").split(",")))
+        for topic in sourceOptions["topics"].split(","):
+            if topic in unlimited:  # global topics: no committed offsets, no task time
+                continue
+            for p, (offset, metadata) in self._topics.committedOffsets(self._appId, topic).items():
+                decoded = decodeStreamsMetadata(metadata)
+                if decoded is not None and decoded[0] >= 0 and offsets.get(f"{topic}/{p}") == offset:
+                    times[f"{topic}/{p}"] = decoded[0]
+        return times
 
     def _runUntilCaughtUp(self, plans: list[dict]) -> None:
         """Run each sub-topology's query to the end of its inputs, upstream first. Where a
@@ -722,6 +761,9 @@ class KafkaStreams:
         initial = self._initialOffsets(f"subtopology-{sub.id}", options)
         if initial is not None:
             options["initialOffsets"] = json.dumps(initial)
+            # a new checkpoint's tasks start with the committed partition times (taking over)
+            plan = {**plan, "initialPartitionTimes": self._stateDir().readJson(
+                f"subtopology-{sub.id}/{self._INITIAL_PARTITION_TIMES}") or {}}
         reader = spark.readStream.format("kspark-topics").options(**options)
         keyOfTask = {t: k for k, t in plan["taskOfKey"].items()}
         taskKey = F.element_at(F.create_map(*[x for t, k in sorted(keyOfTask.items()) for x in (F.lit(t), F.lit(k))]),

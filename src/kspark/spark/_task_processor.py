@@ -101,6 +101,8 @@ class TaskStatefulProcessor(StatefulProcessor):
             task = self._newTask(taskId, partition)
             if stored:
                 task.restore(pickle.loads(stored[1]))
+            elif plan.get("initialPartitionTimes"):  # taking over: Kafka Streams' committed partition times
+                _seedPartitionTimes(task, partition, plan["initialPartitionTimes"])
             task.wallClockTime = now
         started = time.perf_counter()
         pdf = pd.concat(list(rows), ignore_index=True)
@@ -168,6 +170,10 @@ class TaskStatefulProcessor(StatefulProcessor):
                 task.produced.extend(_changelogColumns(
                     stores.flush(newVersion, batchId, task.partitionGroup.streamTime, checkpointId), partition))
             produced = task.drainProducedChunks()
+            # each input partition's position with its partition time (the consumer group's
+            # offset metadata, as Kafka Streams commits it: kspark.topics._kafka.batchMarker)
+            positions = {key: [end, task.queueOf[key.rpartition("/")[0]].partitionTime]
+                         for key, end in positions.items()}
             metrics = task.metrics.encoded()
             task.metrics.clear()
             for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
@@ -242,6 +248,18 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _seedPartitionTimes(task: StreamTask, partition: int, times: dict[str, int]) -> None:
+    """Set a new task's partition times (``times``: ``"<topic>/<partition>"`` -> the time the
+    consumer group's offset metadata holds), and its stream time to their max, as Kafka's
+    ``StreamTask`` initializes them from the committed offsets (``PartitionGroup.setPartitionTime``)."""
+    for topic, queue in task.queueOf.items():
+        time_ = times.get(f"{topic}/{partition}")
+        if "@" not in topic and time_ is not None and time_ > queue.partitionTime:
+            queue.partitionTime = time_
+            if time_ > task.partitionGroup.streamTime:
+                task.partitionGroup.streamTime = time_
 
 
 def _rawColumns(tables: list[pa.Table], extractsMetadataTimestamp: bool) -> RawRecordColumns:

@@ -367,6 +367,9 @@ class PersistentSessionStore(SessionStore):
         # record after record: a delete of the old one each time)
         self._persisted: dict[bytes, set] = {}
         self._thawed = None
+        # changes of sessions that expired within this batch: logged, not stored (Kafka's
+        # ChangeLoggingSessionBytesStore logs every put and remove, expired or not)
+        self._expiredChanges: dict = {}
 
     @staticmethod
     def _indexKey(kb: bytes, end: int, start: int) -> bytes:
@@ -419,6 +422,7 @@ class PersistentSessionStore(SessionStore):
         super()._purge(below)
         bound = below * self._segmentInterval
         if any(k[1] < bound for k in self._changes):
+            self._expiredChanges.update((k, v) for k, v in self._changes.items() if k[1] < bound)
             self._changes = {k: v for k, v in self._changes.items() if k[1] >= bound}
 
     def findSessionsByEnd(self, earliestSessionEndTime: int, latestSessionEndTime: int) -> KeyValueIterator:
@@ -478,6 +482,11 @@ class PersistentSessionStore(SessionStore):
             if logged:  # Kafka's ChangeLoggingSessionBytesStore: SessionKeySchema key, the value's bytes
                 raw = None if aggregate is None else _valueBytes(self, aggregate)
                 records.append(sessionRecord(kb, start, end, raw, streamTime))
+        if logged:
+            for (kb, end, start), aggregate in self._expiredChanges.items():
+                records.append(sessionRecord(kb, start, end, None if aggregate is None else _valueBytes(self, aggregate),
+                                             streamTime))
+        self._expiredChanges = {}
         for kb in keys:
             writes.append((prefix + b"k" + kb, self._packed(kb)))
         persisted = self._persisted
@@ -490,14 +499,18 @@ class PersistentSessionStore(SessionStore):
         self._segments = {}
         self._sessions.dirty = set()
 
-    @classmethod
-    def _restoreWrites(cls, prefix: bytes, records: list[ChangelogRecord], db) -> list:
+    def _restoreWrites(self, prefix: bytes, records: list[ChangelogRecord], db) -> list:
         """Database writes of changelog records: each key's packed sessions, read from ``db`` and
-        updated in offset order, and the time index."""
+        updated in offset order, and the time index. The observed stream time follows the
+        sessions' ends, as Kafka's segmented store's does on restore (sessions of the segments
+        it expires go in ``_restored``)."""
+        cls = type(self)
         byKey: dict[bytes, dict] = {}
         writes = []
         for key, value, _, _ in records:
             kb, start, end = decodeSessionKey(key)
+            if end > self._observed:
+                self._observed = end
             sessions = byKey.get(kb)
             if sessions is None:
                 raw = db.get(prefix + b"k" + kb)
@@ -535,6 +548,9 @@ class PersistentSessionStore(SessionStore):
             self._expiredFrom = data.get("expiredFrom", -(1 << 63))
 
     def _restored(self) -> None:
+        below = (self._observed - self._retentionMs) // self._segmentInterval
+        if below > self._purgedBelow:  # the segments Kafka's store drops at the restored observed time
+            self._purgedBelow = below
         keys, indexRange = self._expiredKeys(fromStart=True)  # the changelog still holds sessions the store had expired
         if indexRange is not None:
             self._backend.empty = False

@@ -288,6 +288,8 @@ class PersistentWindowStore(WindowStore):
         writes = []
         for record in records:
             kb, start, _ = decodeWindowKey(record.key)
+            if start > self._observed:  # Kafka's segmented store: the observed time follows the restored windows
+                self._observed = start
             value = restoreValueAndTimestamp(record) if self.timestamped else record.value
             writes.append((prefix + self._dataKey(kb, start), value))
             writes.append((prefix + self._indexKey(kb, start), None if value is None else b""))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -452,14 +453,16 @@ class KafkaTopics(Topics):
 
     def committedOffsets(self, groupId: str, name: str) -> dict[int, tuple[int, str | None]]:
         """Partition -> (offset, metadata) committed by consumer group ``groupId`` for ``name``
-        (partitions without a committed offset are left out)."""
+        (partitions without a committed offset are left out; none for a topic that does not exist)."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         numPartitions = self.partitionsFor(name) or 0
+        if numPartitions == 0:  # no such topic (yet): nothing committed
+            return {}
         request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
         result = self._retrying(lambda: self._adminClient().list_consumer_group_offsets(
             [request], request_timeout=self.timeoutS, require_stable=True)[groupId].result(self.timeoutS))
-        return {tp.partition: (tp.offset, tp.metadata) for tp in result.topic_partitions if tp.offset >= 0}
+        return {tp.partition: (tp.offset, _metadataOf(tp)) for tp in result.topic_partitions if tp.offset >= 0}
 
     # ------------------------------------------------------------------ reads
     def readBatches(self, name: str, partition: int, start: int, end: int, maxRows: int = 65536) -> Iterator[pa.Table]:
@@ -559,6 +562,49 @@ class KafkaTopics(Topics):
         self._admin = None
 
 
+def _metadataOf(tp) -> str | None:
+    """``tp.metadata`` of a committed offset, read around librdkafka issue #4649: librdkafka hands
+    over committed metadata without a terminating NUL, and confluent-kafka copies it up to the
+    next NUL in memory, so the string can carry bytes of whatever followed it (issue 33's test
+    saw a ``UnicodeDecodeError`` on Kafka Streams' 12 characters of base64). The string is then
+    read from the ``TopicPartition``'s C field as Latin-1, garbage included: the readers of
+    kspark's and Kafka Streams' metadata (``decodeStreamsMetadata``, ``_committedBatch``) stop
+    where its format ends. None if that field cannot be found."""
+    try:
+        return tp.metadata
+    except UnicodeDecodeError:
+        pass
+    import ctypes
+
+    offset = _metadataFieldOffset()
+    if offset is None:
+        return None
+    pointer = ctypes.c_void_p.from_address(id(tp) + offset).value
+    return None if not pointer else ctypes.string_at(pointer).decode("latin-1")
+
+
+_METADATA_FIELD: list = []
+
+
+def _metadataFieldOffset() -> int | None:
+    """The offset of confluent-kafka's ``TopicPartition`` C field ``metadata`` (a ``char *``),
+    found on a probe object whose other fields hold small numbers; None if not found."""
+    if not _METADATA_FIELD:
+        import ctypes
+
+        from confluent_kafka import TopicPartition
+
+        probe = TopicPartition("kspark-probe-topic", 1, 2, metadata="kspark-probe-metadata", leader_epoch=3)
+        found = None
+        for offset in range(16, type(probe).__basicsize__ - 7, 8):
+            pointer = ctypes.c_void_p.from_address(id(probe) + offset).value
+            if pointer and pointer > 1 << 16 and ctypes.string_at(pointer, 22) == b"kspark-probe-metadata\x00":
+                found = offset
+                break
+        _METADATA_FIELD.append(found)
+    return _METADATA_FIELD[0]
+
+
 def _transient(error) -> bool:
     """Whether ``error`` passes by itself (librdkafka's retriable flag is not set on every admin
     response error, e.g. a group coordinator still loading its offsets)."""
@@ -644,10 +690,70 @@ _PRODUCERS: dict[str, object] = {}
 _MARK = "kspark1"
 
 
-def batchMarker(checkpointId: str, batchId: int) -> str:
-    """The metadata committed with a micro-batch's input offsets: which checkpoint (Spark's query
-    id, new for every new checkpoint) and batch wrote them."""
-    return f"{_MARK}:{checkpointId}:{batchId}"
+def encodeStreamsMetadata(partitionTime: int, processorMetadata: Mapping[str, int]) -> str:
+    """Offset commit metadata as Kafka Streams writes it (``TopicPartitionMetadata.encode``):
+    base64 of ``[2][partition time: long][processor metadata]``, the processor metadata
+    ``[entries: int]`` then per entry ``[key length: int][key: UTF-8][value: long]`` (none when
+    empty); a partition time of -1 is unknown (Kafka ``RecordQueue.UNKNOWN``)."""
+    import base64
+
+    meta = b""
+    if processorMetadata:
+        meta = struct.pack(">i", len(processorMetadata)) + b"".join(
+            struct.pack(">i", len(k.encode())) + k.encode() + struct.pack(">q", v) for k, v in processorMetadata.items())
+    return base64.b64encode(b"\x02" + struct.pack(">q", partitionTime) + meta).decode("ascii")
+
+
+def decodeStreamsMetadata(text: str | None) -> tuple[int, dict[str, int]] | None:
+    """(partition time, processor metadata) of Kafka Streams' offset commit metadata (format 1 or
+    2, ``TopicPartitionMetadata.decode``); None for metadata of another form (Kafka then logs
+    "Unsupported offset metadata" and takes the partition time as unknown)."""
+    import base64
+    import binascii
+
+    if not text:
+        return None
+    # the base64 text, without anything after it (librdkafka issue #4649: see _metadataOf)
+    found = _BASE64_PREFIX.match(text)
+    encoded = found.group(0) if found else ""
+    encoded = encoded[:len(encoded) // 4 * 4]
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if data[:1] not in (b"\x01", b"\x02") or len(data) < 9:
+        return None
+    (partitionTime,) = struct.unpack_from(">q", data, 1)
+    processorMetadata: dict[str, int] = {}
+    if data[:1] == b"\x02" and len(data) > 9:
+        try:
+            (n,), pos = struct.unpack_from(">i", data, 9), 13
+            for _ in range(n):
+                (size,) = struct.unpack_from(">i", data, pos)
+                key = data[pos + 4:pos + 4 + size].decode("utf-8")
+                (processorMetadata[key],) = struct.unpack_from(">q", data, pos + 4 + size)
+                pos += 12 + size
+        except (struct.error, UnicodeDecodeError, ValueError):
+            processorMetadata = {}  # bytes after the partition time that are not processor metadata
+    return partitionTime, processorMetadata
+
+
+_BASE64_PREFIX = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def batchMarker(checkpointId: str, batchId: int, partitionTime: int = -1) -> str:
+    """The metadata committed with a micro-batch's input offsets: Kafka Streams' own
+    (:func:`encodeStreamsMetadata`: the partition's time, so a Kafka Streams application taking
+    the application over resumes with it) with the processor metadata entry
+    ``kspark1:<checkpoint id>`` = batch id: which checkpoint (Spark's query id, new for every new
+    checkpoint) and batch wrote them. Kafka Streams keeps processor metadata entries it does not
+    know and commits them again.
+
+    confluent-kafka commits a metadata string with a NUL byte after it (``py_to_c_parts`` sets
+    its size to ``strlen + 1``), so Kafka Streams' strict Base64 decoder refuses what kspark
+    commits ("Unsupported offset metadata found": partition times unknown); kspark's readers
+    ignore the byte."""
+    return encodeStreamsMetadata(partitionTime, {f"{_MARK}:{checkpointId}": batchId})
 
 
 def _bounded(call: Callable[[], object], timeoutS: float, what: str):
@@ -684,9 +790,14 @@ def _bounded(call: Callable[[], object], timeoutS: float, what: str):
 
 
 def _committedBatch(metadata: str | None, checkpointId: str) -> int | None:
-    parts = (metadata or "").split(":")
-    if len(parts) == 3 and parts[0] == _MARK and parts[1] == checkpointId and parts[2].isdigit():
-        return int(parts[2])
+    """The batch id of ``checkpointId`` in committed metadata (:func:`batchMarker`'s, or
+    ``kspark1:<checkpoint id>:<batch id>`` as kspark wrote it before), else None."""
+    decoded = decodeStreamsMetadata(metadata)
+    if decoded is not None:
+        return decoded[1].get(f"{_MARK}:{checkpointId}")
+    found = re.match(rf"{_MARK}:([^:]+):(\d+)", metadata or "")
+    if found and found.group(1) == checkpointId:
+        return int(found.group(2))
     return None
 
 
@@ -717,9 +828,10 @@ class KafkaSinkWriter:
         self.ownerClientId = ownerClientId
 
     def write(self, writer: int, checkpointId: str, batchId: int, parts: list[tuple[str, int, pa.Table]],
-              positions: dict[tuple[str, int], int]) -> int:
+              positions: dict[tuple[str, int], int], partitionTimes: dict[tuple[str, int], int] | None = None) -> int:
         """Write ``parts`` — ``(topic, partition, RECORD_SCHEMA table)`` in order — and, under
-        exactly-once, commit ``positions`` ((topic, partition) -> next offset) with them.
+        exactly-once, commit ``positions`` ((topic, partition) -> next offset) with them, each
+        with its partition time from ``partitionTimes`` (-1 where unknown) in the metadata.
 
         Under exactly-once the offsets are sent first in the transaction (a round trip to the
         coordinator that tells a producer it was fenced before it sends any record: a writer
@@ -740,8 +852,9 @@ class KafkaSinkWriter:
         if not self.exactlyOnce:
             return self._writeIdempotent(parts)
         transactionalId = f"{self.prefix}-{writer}"
-        marker = batchMarker(checkpointId, batchId)
-        offsets = [TopicPartition(t, p, o, marker) for (t, p), o in sorted(positions.items())]
+        times = partitionTimes or {}
+        offsets = [TopicPartition(t, p, o, batchMarker(checkpointId, batchId, times.get((t, p), -1)))
+                   for (t, p), o in sorted(positions.items())]
         for attempt in range(3):
             producer = self._transactionalProducer(transactionalId)
             errors: list = []
@@ -836,7 +949,7 @@ class KafkaSinkWriter:
 
         (topic, partition), _ = min(positions.items())
         committed = self._groupConsumer().committed([TopicPartition(topic, partition)], timeout=_TIMEOUT_S)[0]
-        done = _committedBatch(committed.metadata, checkpointId)
+        done = _committedBatch(_metadataOf(committed), checkpointId)
         return done is not None and done >= batchId
 
 

@@ -17,8 +17,8 @@ if _MARKER:
 
     _write = _kafka.KafkaSinkWriter.write
 
-    def write(self, writer, checkpointId, batchId, parts, positions):
-        written = _write(self, writer, checkpointId, batchId, parts, positions)
+    def write(self, writer, checkpointId, batchId, parts, positions, *args):
+        written = _write(self, writer, checkpointId, batchId, parts, positions, *args)
         if any(topic.endswith("-changelog") for topic, _, _ in parts) and written:
             try:
                 fd = os.open(_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)

@@ -229,6 +229,8 @@ class _FixedKeyContext(FixedKeyProcessorContext):
                 f"for an input record with key {current.key()!r}; a fixed-key processor may not change the key "
                 "(use process() to change keys)"
             )
+        if type(record) is FixedKeyRecord:  # Kafka's context forwards a new Record of its fields
+            record = Record(record._key, record._value, record._timestamp, record._headers)
         self._inner.forward(record, childName)
 
     def __getattr__(self, name: str):
