@@ -3,8 +3,7 @@
 A ``MetricName`` is (name, group, tags). A task keeps :class:`Metrics`: monotonic counters
 (``process-total`` per processor node, ``dropped-records-total``, ``punctuate-total``...), the
 timestamps of the records its source and terminal nodes processed (turned into
-``record-e2e-latency`` summaries by :meth:`Metrics.recordLatencies`) and, on the Spark host,
-per-batch timings. The hosts present them: ``TopologyTestDriver.metrics()`` and
+``record-e2e-latency`` summaries by :meth:`Metrics.recordLatencies`). The hosts present them: ``TopologyTestDriver.metrics()`` and
 ``KafkaStreams.metrics()`` add Kafka's ``thread-id`` tag, the windowed rates and averages
 (:class:`SampledMetrics`, Kafka's ``SampledStat`` over ``metrics.num.samples`` windows of
 ``metrics.sample.window.ms``), and the thread-level figures.
@@ -21,7 +20,6 @@ __all__ = ["MetricName", "Metrics", "SampledMetrics"]
 THREAD_GROUP = "stream-thread-metrics"
 TASK_GROUP = "stream-task-metrics"
 NODE_GROUP = "stream-processor-node-metrics"
-STATE_GROUP = "stream-state-metrics"
 CONSUMER_GROUP = "consumer-fetch-manager-metrics"
 DROP_REASON_GROUP = "kspark-dropped-records"
 E2E_HISTOGRAM_GROUP = "kspark-record-e2e-latency"
@@ -30,10 +28,10 @@ E2E_HISTOGRAM_GROUP = "kspark-record-e2e-latency"
 :func:`latencyBucket`, summed over tasks."""
 
 E2E = "record-e2e-latency"
-# per-task samples of one batch (Spark host), by name: a value per task and batch
+# a Spark task's timings of one batch (ns, one value per task and batch in its metrics row)
 SAMPLE_NAMES = ("process-latency", "commit-latency", "punctuate-latency")
 # Kafka's per-thread and per-task names that carry a thread-id tag
-_THREADED_GROUPS = (TASK_GROUP, NODE_GROUP, STATE_GROUP, DROP_REASON_GROUP)
+_THREADED_GROUPS = (TASK_GROUP, NODE_GROUP, DROP_REASON_GROUP)
 _BUCKETS_PER_OCTAVE = 8
 
 
@@ -103,7 +101,6 @@ class Metrics:
         self._latencyNodes: list = []
         self.latencies: dict[tuple, list] = {}  # tags -> [count, sum, min, max] (ms)
         self.histogram: defaultdict[int, int] = defaultdict(int)  # output e2e latency buckets
-        self.samples: dict[MetricName, float] = {}  # per-batch timings (Spark host), SAMPLE_NAMES
 
     def addSource(self, owner) -> None:
         """Count ``owner.processed`` as metric ``owner.processCounter`` (kspark internal)."""
@@ -179,7 +176,6 @@ class Metrics:
             s.processed = 0
         self.latencies.clear()
         self.histogram.clear()
-        self.samples.clear()
 
     def add(self, name: MetricName, amount: float = 1) -> None:
         self.counters[name] += amount
@@ -198,17 +194,15 @@ class Metrics:
         self.counters[MetricName("dropped-records-total", DROP_REASON_GROUP, tags)] += 1
 
     def encoded(self) -> dict[str, float]:
-        """The counters, latency summaries (``record-e2e-latency-count``/``-sum``/``-min``/``-max``),
-        output latency histogram and batch samples as one flat ``{encoded name: number}`` (a
-        Spark task's metrics row; :func:`mergeEncoded` combines rows)."""
+        """The counters, latency summaries (``record-e2e-latency-count``/``-sum``/``-min``/``-max``)
+        and output latency histogram as one flat ``{encoded name: number}`` (a Spark task's
+        metrics row; :func:`mergeEncoded` combines rows)."""
         out = {k.encode(): v for k, v in self.all().items()}
         for tags, (n, total, lo, hi) in self.latencies.items():
             for stat, value in (("count", n), ("sum", total), ("min", lo), ("max", hi)):
                 out[MetricName(f"{E2E}-{stat}", NODE_GROUP, tags).encode()] = value
         for bucket, count in self.histogram.items():
             out[MetricName(f"{E2E}-bucket", E2E_HISTOGRAM_GROUP, (("bucket", str(bucket)),)).encode()] = count
-        for name, value in self.samples.items():
-            out[name.encode()] = value
         return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 from itertools import count, repeat
+from time import perf_counter_ns as _perfNs
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
@@ -29,7 +30,6 @@ __all__ = ["ProducedColumns", "ProducedRecord", "RecordContext", "StreamTask", "
 log = logging.getLogger("kspark.runtime")
 
 _tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
-_perfNs = __import__("time").perf_counter_ns
 
 
 class _Discard:
