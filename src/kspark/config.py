@@ -71,6 +71,8 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.progress": ("STRING", None, ("in", ("auto", "rich", "plain", "none"))),
     # details back: Spark's INFO logs and everything its JVM prints
     "kspark.verbose": ("BOOLEAN", False, None),
+    # KafkaStreams.metrics() for Prometheus: the port of the HTTP endpoint (unset: none)
+    "kspark.metrics.prometheus.port": ("INT", None, ("range", 0, 65535)),
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: ("LONG", 0, ("range", 0, None)),
     EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: ("LONG", 0, ("range", 0, None)),
 }
@@ -113,6 +115,7 @@ _APPLIED = frozenset({
     "max.task.idle.ms", "statestore.cache.max.bytes", "bootstrap.servers",
     # the emit-final aggregations' wall-clock throttle; 0 when not set (TopologyTestDriver's value) on every host
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
+    "metrics.sample.window.ms", "metrics.num.samples", "client.id",
     *(k for k in _KSPARK_DEFS if k.startswith("kspark.")), *_SERDE_KEYS,
 })
 _KAFKA_ONLY = frozenset({"processing.guarantee", "replication.factor", "windowstore.changelog.additional.retention.ms"})
@@ -638,7 +641,9 @@ class StreamsConfig:
     ``cache.max.bytes.buffering``), and ``kspark.topics.dir``, ``kspark.spark.master``,
     ``kspark.trigger`` ("availableNow" or a Spark processing-time interval such as
     ``"1 second"``), ``kspark.max.records.per.trigger`` (>= 1; unset = unlimited),
-    ``kspark.repartition.before.stateful.process``. With ``bootstrap.servers`` the Kafka backend
+    ``kspark.repartition.before.stateful.process``, ``kspark.metrics.prometheus.port``;
+    ``metrics.sample.window.ms`` and ``metrics.num.samples`` (the windows of the metrics' rates
+    and averages) and ``client.id`` (the metrics' ``thread-id``). With ``bootstrap.servers`` the Kafka backend
     also applies ``processing.guarantee``, ``replication.factor``, the client keys
     (:meth:`clientConfigs`) and ``topic.*`` (:meth:`topicConfigs`); without it they have no
     effect and are logged as such. The addresses in ``bootstrap.servers`` are checked when a
@@ -685,6 +690,15 @@ class StreamsConfig:
     ``application.id`` has committed offsets: a Kafka Streams application moving to kspark).
     Default ``false``: the start is refused, naming the store and the topic, since the store had
     state that its changelog would have restored (``kspark.spark._takeover``)."""
+    METRICS_PROMETHEUS_PORT_CONFIG = "kspark.metrics.prometheus.port"
+    """The port on which a running ``KafkaStreams`` serves its ``metrics()`` for Prometheus
+    (HTTP ``/metrics``, the text format, on every interface); ``0`` picks a free port; unset
+    (default): no endpoint. Names follow the Prometheus JMX exporter's usual rules for Kafka:
+    ``kafka_streams_<group>_<name>`` for Streams' groups (``stream-thread-metrics``...),
+    ``kafka_consumer_<group>_<name>`` for the consumer's, ``kspark_<group without "kspark-">_<name>``
+    for kspark's own, every ``-`` as ``_``, the tags as labels (``thread_id``, ``task_id``,
+    ``processor_node_id``, ``client_id``, ``topic``, ``partition``...); ``-total`` metrics are
+    counters, the others gauges (``kspark.spark._metrics``)."""
     REPARTITION_BEFORE_STATEFUL_PROCESS_CONFIG = "kspark.repartition.before.stateful.process"
     """kspark's addition: ``true`` makes ``StreamsBuilder.build()`` insert a repartition topic in
     front of a ``process``/``processValues`` with state stores whose input key was changed

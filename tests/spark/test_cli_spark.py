@@ -21,7 +21,7 @@ from kspark.topics import LocalTopics  # noqa: E402
 PRICE_ROWS = 6_000
 APP = "valuation-signals-cli"
 BATCH = re.compile(rf"^{APP} sub-topology [01] batch \d+: [\d,]+ records in [\d.]+ s \([\d,]+ records/s\), "
-                   r"lag [\d,]+, [\d,]+ dropped, [\d,]+ punctuations$")
+                   r"lag [\d,]+, [\d,]+ dropped, [\d,]+ punctuations(, e2e p50 [\d,]+ ms, p95 [\d,]+ ms)?$")
 
 
 def summaryReads(lines: list[str]) -> dict[str, int]:
@@ -35,7 +35,12 @@ def summaryReads(lines: list[str]) -> dict[str, int]:
         topic, *rest, read, written = line.split()
         rows[topic] = (read, written)
     assert set(rows) == {"prices", "valuations", "companies", f"{APP}-valuations-by-code-repartition", "signals"}
-    assert summary[7:] == ["records dropped: 0", "punctuations: 0"]
+    assert summary[7:9] == ["records dropped: 0", "punctuations: 0"]
+    if rows["signals"][1] == "0":  # nothing written to the output topic yet: no e2e latency
+        assert summary[9:] == []
+    else:
+        assert len(summary) == 10
+        assert re.fullmatch(r"end-to-end latency of output records: p50 [\d,]+ ms, p95 [\d,]+ ms", summary[9])
     return {t: int(r.replace(",", "")) for t, (r, _) in rows.items() if r != "-"}
 
 

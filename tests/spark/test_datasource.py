@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -664,10 +665,11 @@ def test_progress_listener_prints_each_batch_from_the_progress_json(spark, tmp_p
     batches = [line for line in lines if " batch " in line]
     assert [line.split(" in ")[0] for line in batches] == [
         "progress sub-topology 0 batch 0: 4 records", "progress sub-topology 0 batch 1: 1 records"]
-    assert batches[0].endswith("), lag 1, 0 dropped, 0 punctuations")
-    assert batches[1].endswith("), lag 0, 0 dropped, 0 punctuations")
+    assert re.search(r"\), lag 1, 0 dropped, 0 punctuations, e2e p50 [\d,]+ ms, p95 [\d,]+ ms$", batches[0])
+    assert re.search(r"\), lag 0, 0 dropped, 0 punctuations, e2e p50 [\d,]+ ms, p95 [\d,]+ ms$", batches[1])
     summary = lines[lines.index("== progress: summary =="):]
     assert summary[2].split() == ["topic", "read", "written"]
     assert summary[3].split() == ["in", "5", "-"] and summary[4].split() == ["out", "-", "5"]
-    assert summary[5:] == ["records dropped: 0", "punctuations: 0"]
+    assert summary[5:7] == ["records dropped: 0", "punctuations: 0"]
+    assert re.fullmatch(r"end-to-end latency of output records: p50 [\d,]+ ms, p95 [\d,]+ ms", summary[7])
     assert sum(topics.endOffsets("out").values()) == 5

@@ -194,7 +194,7 @@ def test_run_on_a_file_uri_state_dir_with_a_relative_topics_dir(spark, tmp_path,
     assert (appDir / "subtopology-0" / "kspark-topology.json").exists() and (appDir / "subtopology-0" / "commits").is_dir()
     def written(streams):  # by the sink, over the tasks
         return sum(v for m, v in streams.metrics().items()
-                   if m.name == "process-total" and m.tag("processor-node-id").startswith("KSTREAM-SINK"))
+                   if m.name == "process-total" and (m.tag("processor-node-id") or "").startswith("KSTREAM-SINK"))
 
     assert written(streams) == 9
 

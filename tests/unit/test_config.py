@@ -99,10 +99,10 @@ def test_keys_without_effect_are_accepted_and_logged_once_each(caplog):
 
 def test_kafka_keys_without_bootstrap_servers_are_logged_as_such(caplog):
     caplog.set_level(logging.INFO, "kspark.config")
-    StreamsConfig({"processing.guarantee": "exactly_once_v2", "client.id": "c"})
+    StreamsConfig({"processing.guarantee": "exactly_once_v2", "client.id": "c"})  # client.id names the metrics' threads
     assert infoLines(caplog) == [
-        f"Configuration {k} has no effect: bootstrap.servers is not set, so kspark reads and writes its local "
-        "topics (kspark.topics.dir), not Kafka." for k in ("processing.guarantee=exactly_once_v2", "client.id=c")]
+        "Configuration processing.guarantee=exactly_once_v2 has no effect: bootstrap.servers is not set, so kspark "
+        "reads and writes its local topics (kspark.topics.dir), not Kafka."]
     caplog.clear()
     StreamsConfig({"bootstrap.servers": "b:9092", "processing.guarantee": "exactly_once_v2", "client.id": "c"})
     assert infoLines(caplog) == []

@@ -91,7 +91,7 @@ def test_processing_handler_continue_drops_at_the_failing_node_only_and_counts()
         assert d.createOutputTopic("out").readValuesToList() == [2]
         assert d.createOutputTopic("echo").readValuesToList() == [1, 2, 3]  # sibling branch unaffected
         assert dropped(d) == {"processing error: ValueError": 2, "punctuator error: ValueError": 1}
-        task = MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))
+        task = MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))
         assert d.metrics()[task] == 3
 
 

@@ -72,7 +72,7 @@ def storeContents(store):
 
 def onDriver(records, topo, fused, keySerde=Serdes.String()):
     config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler}
-    with TopologyTestDriver(topo, config) as d:
+    with TopologyTestDriver(topo, config, initialWallClockTime=0) as d:
         assert d._task._fastPath is not None
         if not fused:
             d._task._fastPath = None
@@ -102,7 +102,7 @@ def onBatches(records, topo, fused, batch, keySerde=Serdes.String()):
         task.processAll(0)
         task.commit()
         out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in task.drainProduced()]
-    return out, task.metrics.all(), storeContents(task.stores["s"])
+    return out, withLatencies(task), storeContents(task.stores["s"])
 
 
 @st.composite
@@ -148,7 +148,8 @@ def test_fused_loop_concrete_records_and_counters():
         ("a", 10, 10, 1, 10), ("a", 10, 10, None, 10), ("a", 10, 15, 2, 15), ("b", 30, 30, 1, 30)]
     reasons = {m.tag("reason"): v for m, v in metrics.items() if m.group == "kspark-dropped-records"}
     assert reasons == {"null key": 1, "expired window": 1}
-    processed = {m.tag("processor-node-id"): v for m, v in metrics.items() if m.name == "process-total"}
+    processed = {m.tag("processor-node-id"): v for m, v in metrics.items()
+                 if m.name == "process-total" and m.group == "stream-processor-node-metrics"}
     assert processed == {"KSTREAM-SOURCE-0000000000": 5, "KSTREAM-AGGREGATE-0000000001": 5,
                          "KTABLE-TOSTREAM-0000000002": 4, "KSTREAM-SINK-0000000003": 4}
     # ST-6: with retention gap + grace = 10, key lookups hide [10,15] once a session ends at 30
@@ -158,7 +159,7 @@ def test_fused_loop_concrete_records_and_counters():
 def test_fused_loop_fails_like_the_per_node_path_without_a_handler():
     topo = topology(5, 5, "aggregate")
     for fused in (True, False):
-        with TopologyTestDriver(topo) as d:
+        with TopologyTestDriver(topo, initialWallClockTime=0) as d:
             if not fused:
                 d._task._fastPath = None
             i = d.createInputTopic("in", Serdes.String(), Serdes.String())
@@ -290,7 +291,7 @@ def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False, han
                     for r in (chunk.records() if type(chunk) is ProducedColumns else [chunk])]
         handed.clear()
         out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in produced]
-    return out, task.metrics.all(), task.checkpoint()
+    return out, withLatencies(task), task.checkpoint()
 
 
 def columnsOf(records):
@@ -411,7 +412,7 @@ def pipedToDriver(raws, topo, config, asList, alone=True):
     """``raws`` (key bytes, value bytes, timestamp, headers) piped as bytes, one by one or as one
     ``pipeRecordList``; (outputs, counters, store snapshot, next input offset, error text).
     ``alone=False``: a record piped one by one is always queued (no ``RecordQueue.pollAlone``)."""
-    with TopologyTestDriver(topo, config) as d:
+    with TopologyTestDriver(topo, config, initialWallClockTime=0) as d:
         queue = d._task.queueOf["in"]
         assert queue._pollsAlone
         queue._pollsAlone = alone
@@ -567,3 +568,10 @@ def test_the_per_node_path_hands_off_its_output_every_65536_records():
     assert task.processAll(0) == n
     assert handed == [(65536, b"V0", b"V65535", []), (65536, b"V65536", b"V131071", [])]
     assert [r.value for r in task.drainProduced()] == [b"V131072", b"V131073", b"V131074"]
+
+
+def withLatencies(task) -> dict:
+    """The task's counters, and the e2e latency summaries and output histogram of its source and
+    terminal nodes at fixed wall-clock times (both paths must keep the same record timestamps)."""
+    task.metrics.recordLatencies(1_000_000, 2_000_000)
+    return {**task.metrics.all(), **task.metrics.latencySummaries(), "histogram": dict(task.metrics.histogram)}

@@ -120,7 +120,7 @@ def run(events, topo, handler, fused):
     CALLS.clear()
     Tail.seen = []
     error = None
-    with fusing(fused), TopologyTestDriver(topo, {"processing.exception.handler": handler}) as d:
+    with fusing(fused), TopologyTestDriver(topo, {"processing.exception.handler": handler}, initialWallClockTime=0) as d:
         chains = d._task.fusedChains
         topics = {t: d.createInputTopic(t, Serdes.String(), Serdes.String()) for t in ("in", "t", "g")}
         out = d.createOutputTopic("out", Serdes.String(), Serdes.String())
@@ -230,7 +230,7 @@ def onTask(raws, fused):
             out += task.drainProduced()
     except Exception as e:
         error = (type(e).__name__, str(e))
-    return task.fusedChains, out, task.metrics.all(), list(CALLS), error
+    return task.fusedChains, out, withLatencies(task), list(CALLS), error
 
 
 @pytest.mark.parametrize("extracted", [None, -1])
@@ -249,3 +249,10 @@ def test_process_all_on_a_task_equals_the_per_node_path(extracted):
         assert [c[0] for c in fused[3]] == ["tj", "f", "m"] and fused[4] is None
     else:
         assert fused[4] == ("ValueError", "Malformed Record: timestamp may not be negative. Got: -1")
+
+
+def withLatencies(task) -> dict:
+    """The task's counters, and the e2e latency summaries and output histogram of its source and
+    terminal nodes at fixed wall-clock times (both paths must keep the same record timestamps)."""
+    task.metrics.recordLatencies(1_000_000, 2_000_000)
+    return {**task.metrics.all(), **task.metrics.latencySummaries(), "histogram": dict(task.metrics.histogram)}

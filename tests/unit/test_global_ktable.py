@@ -95,7 +95,7 @@ def test_null_key_mapper_value_is_dropped_and_counted_in_both_joins_J8(h):
     h.pushToGlobalTable(4, "Y")
     h.pushToStream(4, "XXX", False)
     assert h.results() == []
-    dropped = MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))
+    dropped = MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))
     assert h.driver.metrics()[dropped] == 4
 
 

@@ -28,7 +28,7 @@ def test_aggregations_skip_and_count_null_keys_and_values():
     _, d, out = run(lambda s: s.groupByKey().count(materialized=Materialized.as_("counts")),
                     [(None, "a", 1), ("k", None, 2), ("k", "b", 3)])
     assert out == [TestRecord("k", 1, 3)]
-    assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))] == 2
+    assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))] == 2
     assert list(d.getKeyValueStore("counts").all()) == [("k", 1)]
 
 

@@ -262,7 +262,7 @@ def test_null_value_is_skipped_logged_and_counted_KStreamKStreamJoinTest_shouldL
         with caplog.at_level(logging.WARNING, logger="kspark.dsl"):
             d.createInputTopic("left").pipeInput("A", None)
         assert "Skipping record due to null key or value. topic=[left] partition=[0] offset=[0]" in caplog.text
-        assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))] == 1
+        assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))] == 1
 
 
 def _twoJoinsAfterMap(streamJoined=None):
@@ -458,7 +458,7 @@ def test_left_join_forwards_a_null_key_record_at_once_and_drops_a_null_value(joi
     j.in1.pipeInput(1, None, 6)
     j.in2.pipeInput(None, "a", 7)
     assert j.results() == []
-    assert j.driver.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))] == 2
+    assert j.driver.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))] == 2
 
 
 def test_late_left_record_beyond_its_window_is_forwarded_at_once(joins):

@@ -273,7 +273,7 @@ def test_t19_inner_join_both_sides_trigger_and_take_the_max_timestamp():
     topology, _, tables = joinTopology("join")
     with TopologyTestDriver(topology, JSON_KEYS) as d:
         steps = runJoinScript(d)
-        dropped = d.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),)), 0)
+        dropped = d.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0"))), 0)
     assert steps == [
         [],
         [R(0, "X0+Y0", 5), R(1, "X1+Y1", 10)],

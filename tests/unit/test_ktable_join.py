@@ -20,7 +20,7 @@ def joinTopology(left: bool, viaToTable: bool = False):
 
 
 def dropped(driver):
-    return driver.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),)), 0)
+    return driver.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0"))), 0)
 
 
 @pytest.mark.parametrize("viaToTable", [False, True])
@@ -106,7 +106,7 @@ def test_rp1_rp2_join_after_selectKey_repartitions_by_the_new_key():
         assert d.createOutputTopic("out").readRecordsToList() == [TestRecord("A", "valA", 2)]
         assert d.metrics()[MetricName(
             "dropped-records-total", "kspark-dropped-records",
-            (("task-id", "0_0"), ("processor-node-id", "KSTREAM-FILTER-0000000006"),
+            (("thread-id", "main"), ("task-id", "0_0"), ("processor-node-id", "KSTREAM-FILTER-0000000006"),
              ("reason", "null key before repartition")))] == 1
 
 

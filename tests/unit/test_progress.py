@@ -70,3 +70,24 @@ def test_records_read_come_from_the_tasks_counters_where_offsets_count_transacti
                                  "observedMetrics": {"kspark": {"metrics": taskRows}}, "sources": [{
         "startOffset": None, "endOffset": {"in/0": 6, "ref/0": 2, "in/0@logEnd": 6, "ref/0@logEnd": 2}}]})
     assert (stats.records, dict(stats.read), stats.lags) == (6, {"in": 5, "ref": 1}, {("in", 0): 0, ("ref", 0): 0})
+
+
+def test_output_e2e_latency_p50_p95_from_the_tasks_histograms_in_batch_lines_and_summary():
+    """The tasks' histograms of their output records' e2e latency (group kspark-record-e2e-latency,
+    bucket upper bound 2^(bucket/8) ms) are summed: per batch in the plain line, over the run in
+    the summary (issue 34 section 2)."""
+    progress, sub = progressOf()
+
+    def batch(batchId, buckets):
+        rows = [json.dumps({f"record-e2e-latency-bucket|kspark-record-e2e-latency|bucket={b}": n for b, n in part.items()})
+                for part in buckets]
+        return progress.onProgress({"name": f"app-subtopology-{sub.id}", "batchId": batchId, "batchDuration": 1000,
+                                    "observedMetrics": {"kspark": {"metrics": rows}}, "sources": []})
+
+    # bucket 64 ends at 256 ms, 80 at 1,024 ms, 88 at 2,048 ms
+    stats = batch(0, [{64: 60}, {64: 30, 80: 10}])  # two tasks' rows
+    assert progress.batchLine(stats).endswith(", e2e p50 256 ms, p95 1,024 ms")
+    stats = batch(1, [{88: 100}])
+    assert progress.batchLine(stats).endswith(", e2e p50 2,048 ms, p95 2,048 ms")
+    # the run: 90 records at <= 256 ms, 10 at <= 1,024, 100 at <= 2,048
+    assert progress.summaryLines()[-1] == "end-to-end latency of output records: p50 1,024 ms, p95 2,048 ms"

@@ -85,7 +85,7 @@ def test_punctuate_total_counts_each_punctuator_call_per_task():
         i = d.createInputTopic("in")
         for ts in (3, 9, 27, 30):  # fires at 3, 27, 30 (as in the test above)
             i.pipeInput("k", ts, ts)
-        assert d.metrics()[MetricName("punctuate-total", "stream-task-metrics", (("task-id", "0_0"),))] == 3
+        assert d.metrics()[MetricName("punctuate-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))] == 3
 
 
 def test_p3_nothing_fires_before_the_first_record():

@@ -146,7 +146,7 @@ def test_sa1_null_key_is_skipped_counted_and_does_not_advance_stream_time():
     d, out = run(sessions(SessionWindows.ofInactivityGapWithNoGrace(5)), [(None, "x", 100), ("k", "a", 10)])
     assert out == [TestRecord(W("k", 10, 10), 1, 10)]  # not late: the null-key record's 100 did not count
     assert dropped(d) == {"null key": 1}
-    assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))] == 1
+    assert d.metrics()[MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))] == 1
 
 
 def test_sa2_null_value_is_aggregated_by_count():

@@ -20,7 +20,7 @@ from kspark.testing import TopologyTestDriver
 
 PROPS = {"application.id": "sliding-test", "default.key.serde": Serdes.String(), "default.value.serde": Serdes.String()}
 MODES = [(False, False), (False, True), (True, False), (True, True)]  # (emitFinal, withCache)
-DROPPED = MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),))
+DROPPED = MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0")))
 
 
 def STRING_INIT():  # noqa: N802 - Kafka's MockInitializer.STRING_INIT

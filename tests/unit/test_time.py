@@ -113,7 +113,7 @@ def drive(extractor, inputs, config=None):
 
 
 def droppedTotal(d):
-    return d.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("task-id", "0_0"),)), 0)
+    return d.metrics().get(MetricName("dropped-records-total", "stream-task-metrics", (("thread-id", "main"), ("task-id", "0_0"))), 0)
 
 
 def test_t1_custom_extractor_reads_the_payload_and_sets_output_timestamp():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 from itertools import count, repeat
+from time import perf_counter_ns as _perfNs
 from typing import Any, Callable, NamedTuple
 
 from ..config import StreamsConfig
@@ -29,6 +30,35 @@ __all__ = ["ProducedColumns", "ProducedRecord", "RecordContext", "StreamTask", "
 log = logging.getLogger("kspark.runtime")
 
 _tupleNew = tuple.__new__  # builds a NamedTuple from a tuple ~2x faster than calling the class
+
+
+class _Discard:
+    """A list that keeps nothing (a global sub-topology's sink: no e2e latency)."""
+
+    @staticmethod
+    def append(item) -> None:
+        pass
+
+
+def _globalNodes(subtopology) -> dict[str, bool]:
+    """Node name -> whether all its records come from global sources (Kafka's global thread
+    records no e2e latency for them)."""
+    specs = {spec.name: spec for spec in subtopology.nodes}
+    out: dict[str, bool] = {}
+
+    def isGlobal(name: str) -> bool:
+        if name not in out:
+            spec = specs[name]
+            out[name] = False  # a cycle (none in a valid topology) ends here
+            parents = [p for p in getattr(spec, "parents", []) if p in specs]
+            out[name] = bool(getattr(spec, "isGlobal", False)) or (bool(parents) and all(map(isGlobal, parents)))
+        return out[name]
+
+    for name in specs:
+        isGlobal(name)
+    return out
+
+
 _DROP = object()  # a fused chain step's result when its processor forwards nothing (see StreamTask._fuseChains)
 
 
@@ -88,7 +118,8 @@ def decodeHeaders(data: bytes | None) -> tuple:
 
 
 class _Node:
-    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink", "fused")
+    __slots__ = ("name", "children", "processCounter", "processed", "process", "processor", "sink", "fused", "stamps",
+                 "stampArrays")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -97,6 +128,10 @@ class _Node:
         self.processed = 0  # process-total, read through Metrics.addSource
         self.processor = None  # a processor node's Processor
         self.sink: SinkWriter | None = None  # a sink node's writer
+        # a source or terminal node's record timestamps, kept for record-e2e-latency
+        # (Metrics.addLatencyNode); None for other nodes
+        self.stamps: list | None = None
+        self.stampArrays: list | None = None
 
 
 class _Context(ProcessorContext):
@@ -443,6 +478,7 @@ class StreamTask:
         self.logPrefix = f"task [{taskId}] "  # Kafka's; TopologyTestDriver's is "topology-test-driver "
         self.metrics = Metrics()
         self._punctuateCounter = MetricName("punctuate-total", TASK_GROUP, (("task-id", taskId),))
+        self.punctuateNanos = 0  # time spent in punctuators (a host's punctuate-latency)
         self.produced: list[ProducedRecord] = []
         # A host's callable that takes the produced records off the task while a batch runs
         # (handOffProduced); None: they stay in ``produced`` until drained.
@@ -487,12 +523,20 @@ class StreamTask:
         self._nullKeyCounters: dict[str, Any] = {}
         self._sourceNodes: list[_Node] = []
         self.fusedChains: list[list[str]] = []  # node names of each chain _fuseChains fused
+        globalNodes = _globalNodes(subtopology)
         for spec in subtopology.nodes:
             node = _Node(spec.name)
             node.processCounter = MetricName(
                 "process-total", NODE_GROUP, (("task-id", taskId), ("processor-node-id", spec.name))
             )
             self.metrics.addSource(node)
+            if isinstance(spec, SourceNodeSpec) and not spec.isGlobal:
+                self.metrics.addInputNode(node, taskId)
+                self.metrics.addLatencyNode(node, taskId, source=True, output=False)
+            elif isinstance(spec, SinkNodeSpec) and not globalNodes.get(spec.name):
+                # terminal (Kafka's e2e sensor of a sink); an output unless it writes an internal topic
+                self.metrics.addLatencyNode(node, taskId, source=False,
+                                            output=spec.topic is None or topicName(spec.topic) == spec.topic)
             if isinstance(spec, SourceNodeSpec):
                 node.process = self._forwarder(node)
                 self._sourceNodes.append(node)
@@ -536,6 +580,10 @@ class StreamTask:
         for spec in subtopology.nodes:
             for parent in getattr(spec, "parents", []):
                 nodes[parent].children.append(nodes[spec.name])
+        for node, _ in self._processors:  # terminal processors: Kafka records their records' e2e latency
+            if not node.children and not globalNodes.get(node.name):
+                self.metrics.addLatencyNode(node, taskId, source=False, output=False)
+                node.process = self._terminal(node.process, node.stamps)
         globalTopics = globalStoreTopicsOf(subtopology)
         self.globalStoreNames = set(globalTopics)
         for name, topic in globalTopics.items():  # a global store's serdes see its source topic, not a changelog name
@@ -557,13 +605,32 @@ class StreamTask:
 
     def _forwarder(self, node: _Node):
         context = self.context
+        stamps = node.stamps
+        if stamps is None:  # a global source: no e2e latency
+            def process(record: Record) -> None:
+                node.processed += 1
+                context.currentNode = node
+                context.forward(record)
+
+            return process
 
         def process(record: Record) -> None:
             node.processed += 1
+            stamps.append(record._timestamp)
             context.currentNode = node
             context.forward(record)
 
         return process
+
+    @staticmethod
+    def _terminal(process, stamps: list):
+        """A terminal processor's ``process``, its record's timestamp kept once processed (Kafka's
+        ``ProcessorContextImpl.forwardInternal``: the e2e latency of a terminal child)."""
+        def terminal(record: Record) -> None:
+            process(record)
+            stamps.append(record._timestamp)
+
+        return terminal
 
     def _processorCall(self, node: _Node, processor):
         call, failed = processor.process, self._processingFailed
@@ -652,10 +719,13 @@ class StreamTask:
                                         lambda: self.metrics.recordDropped(self.taskId, spec.name,
                                                                            "partitioner returned no partition"))
         write = writer.write if spec.topicExtractor is None else writer.writeExtracted
+        stamps = node.stamps if node.stamps is not None else _Discard()
 
         def process(record: Record) -> None:
             node.processed += 1
-            write(record.key(), record.value(), record.timestamp(), record._headers)
+            timestamp = record.timestamp()
+            write(record.key(), record.value(), timestamp, record._headers)
+            stamps.append(timestamp)
 
         return process
 
@@ -749,8 +819,12 @@ class StreamTask:
     def _chainHead(self, source: _Node, first):
         context = self.context
 
+        stamps = source.stamps
+
         def process(record: Record) -> None:  # the source's _forwarder, the first node's input = record
             source.processed += 1
+            if stamps is not None:
+                stamps.append(record._timestamp)
             try:
                 first(record, record._key, record._value, record._timestamp, record._headers)
             finally:
@@ -763,12 +837,15 @@ class StreamTask:
         node's input ``Record`` if one was built (the source's, or what a pass-through forwards),
         else None. ``following``: the next node's call, None for the last node."""
         context, failed = self.context, self._processingFailed
+        stamps = node.stamps  # a terminal last node: its records' e2e latency
 
         def call(rec, key, value, timestamp: int, headers: tuple) -> None:
             node.processed += 1
             context.currentNode = node
             try:
                 out = step(key, value)
+                if stamps is not None:
+                    stamps.append(timestamp)
                 if out is _DROP:
                     return
                 if following is not None:
@@ -823,6 +900,7 @@ class StreamTask:
         context = self.context
         context.currentNode = sched.node
         context.metadata = None  # P-7: no record metadata while punctuating
+        started = _perfNs()
         try:
             sched.punctuator(now)
         except Exception as e:  # P-8: through the processing exception handler
@@ -837,6 +915,7 @@ class StreamTask:
             ) from e
         finally:
             context.currentNode = None
+            self.punctuateNanos += _perfNs() - started
 
     def close(self) -> None:
         for node, processor in self._processors:
@@ -879,6 +958,8 @@ class StreamTask:
                 # arguments (Record() takes them as they are) is built if a handler or a pass-through
                 # first node needs it; the current node it leaves is reset below
                 source.processed += 1
+                if source.stamps is not None:
+                    source.stamps.append(timestamp)
                 fused(None, key, value, timestamp, headers)
             else:
                 source.process(Record(key, value, timestamp, headers))

@@ -122,7 +122,14 @@ class KafkaStreams:
         self._state = self.CREATED
         self._stop = threading.Event()
         self._listener = None
+        self._progress = None  # the run's RunProgress (input lags for metrics())
         self._plans: list[dict] = []
+        from ._metrics import HostMetrics
+
+        self._hostMetrics = HostMetrics(self._config.get("client.id") or self._appId,
+                                        self._config.get("metrics.sample.window.ms"),
+                                        self._config.get("metrics.num.samples"))
+        self._exporter = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -166,8 +173,9 @@ class KafkaStreams:
 
                 checkTakeover(self._topics, self._config, self._topology, plans, self._newCheckpoints(plans))
             self._createInternalTopics(plans)
-            self._listener = ProgressListener(RunProgress(self._appId, plans), progressMode(self._config),
-                                              onBatch=self._addBatchCounters)
+            self._startExporter()
+            self._progress = RunProgress(self._appId, plans)
+            self._listener = ProgressListener(self._progress, progressMode(self._config), onBatch=self._addBatchCounters)
             try:
                 self._session().streams.addListener(self._listener)
             except BaseException:  # end the live view without a summary
@@ -175,6 +183,7 @@ class KafkaStreams:
                 self._listener = None
                 raise
         except BaseException:
+            self._closeExporter()
             self._lock.release()
             self._lock = None
             self._leaveGroup()
@@ -236,6 +245,7 @@ class KafkaStreams:
             self._listener.close(self._queries)  # the live view stops, the run's summary is printed
             self._session().streams.removeListener(self._listener)
             self._listener = None
+        self._closeExporter()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -281,8 +291,18 @@ class KafkaStreams:
 
     # ------------------------------------------------------------------ metrics
     def metrics(self) -> dict[MetricName, float]:
-        """Counters summed over every committed micro-batch of every sub-topology, this run and
-        earlier ones from the same ``state.dir`` (e.g. ``dropped-records-total``).
+        """Kafka Streams' metrics by ``MetricName`` (Kafka ``KafkaStreams#metrics``), with Kafka's
+        groups, names and tags (``kspark.spark._metrics`` lists them: a sub-topology's query is a
+        stream thread, ``thread-id`` ``<client.id or application.id>-StreamThread-<n + 1>``, its
+        micro-batch a commit).
+
+        The ``-total`` counters are summed over every committed micro-batch of every
+        sub-topology, this run and earlier ones from the same ``state.dir`` (e.g.
+        ``dropped-records-total``); rates (per second) and latencies (``-avg``/``-min``/``-max``;
+        NaN without events) are this run's, over ``metrics.num.samples`` windows of
+        ``metrics.sample.window.ms``; ``records-lag`` is each input partition's lag after the
+        last micro-batch. kspark's own: ``dropped-records-total`` per node and ``reason``
+        (group ``kspark-dropped-records``).
 
         A batch's counters reach ``state.dir`` with its progress event, after it committed (a run
         killed between the two loses that batch's counters, not its records); this call waits
@@ -294,13 +314,47 @@ class KafkaStreams:
                 if progress is not None:
                     last[q.name] = progress["batchId"]
             self._listener.waitFor(last)
+        return self._currentMetrics()
+
+    def _currentMetrics(self) -> dict[MetricName, float]:
         totals: defaultdict[MetricName, float] = defaultdict(float)
         for name, value in self._stateDir().counters().items():
             totals[MetricName.decode(name)] += value
-        return dict(totals)
+        lags = {}
+        if self._progress is not None:
+            with self._progress._lock:
+                lags = {s.subtopology: dict(s.lags) for s in self._progress.queries.values()}
+        return self._hostMetrics.present(dict(totals), lags)
 
     def _addBatchCounters(self, subtopology: int, checkpointId: str, batchId: int, counters: dict) -> None:
-        self._stateDir().addBatchCounters(subtopology, checkpointId, batchId, counters)
+        from ._metrics import persisted
+
+        counters = {**counters, self._hostMetrics.commitCounter(subtopology): 1}  # a micro-batch is a commit
+        self._stateDir().addBatchCounters(subtopology, checkpointId, batchId, persisted(counters))
+        self._hostMetrics.addBatch(subtopology, checkpointId, batchId, counters)
+
+    def _startExporter(self) -> None:
+        """Serve ``metrics()`` for Prometheus on ``kspark.metrics.prometheus.port`` (if set)."""
+        port = self._config.get(StreamsConfig.METRICS_PROMETHEUS_PORT_CONFIG)
+        if port is None:
+            return
+        from ._metrics import PrometheusExporter
+
+        try:
+            self._exporter = PrometheusExporter(self._currentMetrics, port)
+        except OSError as e:
+            raise StreamsException(f"The Prometheus endpoint of {self._appId} cannot listen on port {port} "
+                                   f"({StreamsConfig.METRICS_PROMETHEUS_PORT_CONFIG}): {e}") from e
+
+    def _closeExporter(self) -> None:
+        exporter, self._exporter = self._exporter, None
+        if exporter is not None:
+            exporter.close()
+
+    def prometheusPort(self) -> int | None:
+        """The port of the Prometheus endpoint while the application runs (kspark's addition:
+        ``kspark.metrics.prometheus.port``, ``0`` picks a free one), else None."""
+        return None if self._exporter is None else self._exporter.port
 
     def _stateDir(self) -> StateDir:
         """``state.dir/<application.id>`` (starts Spark: it is read through Spark's filesystem API)."""

@@ -12,7 +12,10 @@ which sums them in ``state.dir`` for ``metrics()``:
 - lag per input partition: the source's latest offset (else the ``@logEnd`` the batch was
   planned with) minus the batch's end offset;
 - records written per topic: ``process-total`` of the sink nodes; dropped records by node and
-  reason (``kspark-dropped-records``); punctuations (``punctuate-total``).
+  reason (``kspark-dropped-records``); punctuations (``punctuate-total``);
+- the end-to-end latency of the records written to output topics, p50 and p95 (ms from a
+  record's timestamp to the time its task had processed it; the tasks' histograms, group
+  ``kspark-record-e2e-latency``, buckets 9 % apart), per batch and for the run.
 
 ``kspark.progress`` (else the ``KSPARK_PROGRESS`` environment variable) chooses the view:
 ``auto`` (default: rich when stdout is a terminal, plain lines otherwise), ``rich``, ``plain``
@@ -32,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+from ..runtime.metrics import E2E_HISTOGRAM_GROUP, mergeEncoded, percentileMs
 
 __all__ = ["OBSERVED_METRICS", "PROGRESS_CONFIG", "ProgressListener", "RunProgress", "batchCounters", "progressMode"]
 
@@ -84,6 +89,8 @@ class QueryStats:
     written: Counter = field(default_factory=Counter)  # topic -> records written
     dropped: Counter = field(default_factory=Counter)  # (node, reason) -> records
     punctuations: int = 0
+    latency: Counter = field(default_factory=Counter)  # output e2e latency histogram bucket -> records
+    lastLatency: Counter = field(default_factory=Counter)  # the last batch's
 
     @property
     def rate(self) -> float:
@@ -175,16 +182,21 @@ class RunProgress:
                 records += n
             stats.records += records
             stats.lastRecords = records
+
             stats.lastSeconds = progress.get("batchDuration", 0) / 1000
+            stats.lastLatency = Counter()
             for name, value in counters.items():
                 metric, group, *tags = name.split("|")
                 tag = dict(t.split("=", 1) for t in tags)
-                if group == "kspark-dropped-records":
+                if group == E2E_HISTOGRAM_GROUP:
+                    stats.lastLatency[int(tag["bucket"])] += int(value)
+                elif group == "kspark-dropped-records":
                     stats.dropped[(tag.get("processor-node-id", ""), tag.get("reason", ""))] += int(value)
                 elif metric == "punctuate-total":
                     stats.punctuations += int(value)
                 elif metric == "process-total" and tag.get("processor-node-id") in self._sinkTopic:
                     stats.written[self._sinkTopic[tag["processor-node-id"]]] += int(value)
+            stats.latency.update(stats.lastLatency)
         return stats
 
     def onTerminated(self, queryId: str, failed: bool) -> None:
@@ -226,8 +238,9 @@ class RunProgress:
                         read[topic] += n
             written: Counter = sum((s.written for s in self.queries.values()), Counter())
             dropped: Counter = sum((s.dropped for s in self.queries.values()), Counter())
+            latency: Counter = sum((s.latency for s in self.queries.values()), Counter())
             return {
-                "read": read, "written": written, "dropped": dropped,
+                "read": read, "written": written, "dropped": dropped, "latency": latency,
                 "punctuations": sum(s.punctuations for s in self.queries.values()),
                 "batches": sum(s.batches for s in self.queries.values()),
                 "records": sum(read.values()),
@@ -237,9 +250,10 @@ class RunProgress:
     def batchLine(self, stats: QueryStats) -> str:
         """The plain view's line for the last batch of ``stats``."""
         dropped = sum(stats.dropped.values())
+        latency = _latencyText(stats.lastLatency)
         return (f"{self.applicationId} {stats.label} batch {stats.lastBatch}: {stats.lastRecords:,} records in "
                 f"{stats.lastSeconds:.1f} s ({stats.rate:,.0f} records/s), lag {sum(stats.lags.values()):,}, "
-                f"{dropped:,} dropped, {stats.punctuations:,} punctuations")
+                f"{dropped:,} dropped, {stats.punctuations:,} punctuations" + (f", e2e {latency}" if latency else ""))
 
     def summaryLines(self) -> list[str]:
         """The run's summary: wall time, records per topic, drops by reason, punctuations."""
@@ -264,6 +278,9 @@ class RunProgress:
         for (node, reason), n in sorted(dropped.items()):
             lines.append(f"  {reason} at {node}: {n:,}")
         lines.append(f"punctuations: {t['punctuations']:,}")
+        latency = _latencyText(t["latency"])
+        if latency:
+            lines.append(f"end-to-end latency of output records: {latency}")
         return lines
 
     def renderable(self):
@@ -277,13 +294,15 @@ class RunProgress:
         with self._lock:
             table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left")
             for column, justify in (("query", "left"), ("state", "left"), ("batches", "right"), ("records", "right"),
-                                    ("records/s", "right"), ("last batch", "right"), ("lag", "right")):
+                                    ("records/s", "right"), ("last batch", "right"), ("lag", "right"),
+                                    ("e2e p50 / p95", "right")):
                 table.add_column(column, justify=justify, no_wrap=True)
             lags = Table.grid(padding=(0, 2))
             for stats in self.queries.values():
                 table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
                               f"{stats.records:,}", f"{stats.rate:,.0f}", f"{stats.lastSeconds:.1f} s" if stats.batches else "",
-                              f"{sum(stats.lags.values()):,}" if stats.lags else "")
+                              f"{sum(stats.lags.values()):,}" if stats.lags else "",
+                              _latencyText(stats.latency, short=True))
                 for topic, text in _lagsPerTopic(stats.lags, f"{self.applicationId}-"):
                     lags.add_row(Text(stats.label, style="dim"), topic, text)
             dropped = sum((s.dropped for s in self.queries.values()), Counter())
@@ -295,6 +314,15 @@ class RunProgress:
         if lags.row_count:
             parts += [Text("lag per input partition", style="bold"), lags]
         return Group(*parts, footer)
+
+
+def _latencyText(histogram: Counter, short: bool = False) -> str:
+    """``"p50 120 ms, p95 480 ms"`` of an e2e latency histogram (``"120 / 480 ms"`` if
+    ``short``), or ``""`` when it has no records."""
+    p50, p95 = percentileMs(histogram, 0.5), percentileMs(histogram, 0.95)
+    if p50 is None:
+        return ""
+    return f"{p50:,.0f} / {p95:,.0f} ms" if short else f"p50 {p50:,.0f} ms, p95 {p95:,.0f} ms"
 
 
 def _lagsPerTopic(lags: dict[tuple[str, int], int], internalPrefix: str) -> list[tuple[str, str]]:
@@ -344,8 +372,7 @@ def batchCounters(progress: dict) -> dict[str, float]:
     rows = ((progress.get("observedMetrics") or {}).get(OBSERVED_METRICS) or {}).get("metrics") or ()
     total: dict[str, float] = {}
     for text in rows:
-        for name, value in json.loads(text).items():
-            total[name] = total.get(name, 0) + value
+        mergeEncoded(total, json.loads(text))
     return total
 
 

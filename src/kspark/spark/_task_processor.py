@@ -161,9 +161,15 @@ class TaskStatefulProcessor(StatefulProcessor):
             if staging is not None:
                 stager = SegmentStager(LocalTopics(staging["root"]), staging["producer"])
                 task.producedListener = lambda produced: _stage(produced, stager)
+            punctuateNanos = task.punctuateNanos
             task.processAll(now)  # stream-time punctuation after every record, as in the driver
             task.maybePunctuateSystemTime(now)  # wall-clock punctuation once per batch ("poll loop")
+            committing = time.perf_counter()
             task.commit()  # a micro-batch is a commit: the DSL record caches flush here
+            # Kafka's record-e2e-latency: a source's records at the batch's wall-clock time (the
+            # time the task was given, as Kafka's poll loop's), a terminal node's once processed
+            # (what the record caches flushed included)
+            task.metrics.recordLatencies(now, int(time.time() * 1000))
             newVersion = uuid.uuid4().hex
             flushing = time.perf_counter()
             if stores is not None:  # the stores' changes: pending in the local store, and to the changelogs
@@ -175,6 +181,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             positions = {key: [end, task.queueOf[key.rpartition("/")[0]].partitionTime]
                          for key, end in positions.items()}
             metrics = task.metrics.encoded()
+            _addTimings(metrics, taskId, committing - converted, task.punctuateNanos - punctuateNanos)
             task.metrics.clear()
             for topic, n in consumed.items():  # Kafka consumer's records-consumed-total, per topic
                 metrics[f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}"] = n
@@ -185,6 +192,8 @@ class TaskStatefulProcessor(StatefulProcessor):
             self.state.update((newVersion, blob))
             self.version.update((newVersion,))
             stored = time.perf_counter()
+            # the task's commit: record caches, stores and changelogs, checkpoint (Kafka's commit-latency)
+            metrics[f"commit-latency|stream-task-metrics|task-id={taskId}"] = round((stored - committing) * 1e9)
 
             out = _outputFrame(produced, metrics, positions, stager)
             _LIVE_TASKS[cacheKey] = ((plan["runId"], newVersion), task)
@@ -260,6 +269,18 @@ def _seedPartitionTimes(task: StreamTask, partition: int, times: dict[str, int])
             queue.partitionTime = time_
             if time_ > task.partitionGroup.streamTime:
                 task.partitionGroup.streamTime = time_
+
+
+def _addTimings(metrics: dict, taskId: str, processingSeconds: float, punctuateNanos: int) -> None:
+    """The batch's ``process-latency`` (ns per record processed, punctuators excluded) and
+    ``punctuate-latency`` (ns per punctuation) samples of task ``taskId``, added to its metrics row."""
+    processed = metrics.get(f"process-total|stream-task-metrics|task-id={taskId}", 0)
+    if processed:
+        perRecord = (processingSeconds * 1e9 - punctuateNanos) / processed
+        metrics[f"process-latency|stream-task-metrics|task-id={taskId}"] = round(max(perRecord, 0.0), 1)
+    punctuations = metrics.get(f"punctuate-total|stream-task-metrics|task-id={taskId}", 0)
+    if punctuations:
+        metrics[f"punctuate-latency|stream-task-metrics|task-id={taskId}"] = round(punctuateNanos / punctuations, 1)
 
 
 def _rawColumns(tables: list[pa.Table], extractsMetadataTimestamp: bool) -> RawRecordColumns:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import deque
 from datetime import datetime, timedelta, timezone
@@ -10,7 +11,7 @@ from typing import Any, Mapping
 from .._duration import toMillis
 from ..config import StreamsConfig
 from ..keyvalue import KeyValue
-from ..runtime.metrics import MetricName
+from ..runtime.metrics import MetricName, SampledMetrics, rateName, withThreadId
 from ..runtime.global_state import applyGlobalRecords, globalQueueKey
 from ..runtime.record_queue import RawRecord
 from ..runtime.stream_task import ProducedColumns, StreamTask
@@ -321,6 +322,15 @@ class TopologyTestDriver:
         self._outputs: dict[str, deque[tuple]] = {}
         self._task.wallClockTime = self._wallClock
         self._task.initialize()
+        # metrics(): windowed rates and e2e latencies on the mock wall clock (Kafka's TTD metrics
+        # run on its mock time); Kafka's thread-id tag is the creating thread's name, "main" for
+        # the main thread (Java's name for it)
+        self._sampled = SampledMetrics(self._config.get("metrics.sample.window.ms"),
+                                       self._config.get("metrics.num.samples"))
+        self._sampledTotals: dict[MetricName, float] = {}
+        self._pipedSinceSync = 0
+        thread = threading.current_thread()
+        self._threadId = "main" if thread is threading.main_thread() else thread.name
 
     # ------------------------------------------------------------------ topics
     def createInputTopic(self, topicName: str, keySerializer: Serde | None = None,
@@ -361,6 +371,9 @@ class TopologyTestDriver:
 
     # ------------------------------------------------------------------ processing
     def _pipeRecord(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: tuple) -> None:
+        self._pipedSinceSync += 1
+        if self._pipedSinceSync >= 65536:  # bound the timestamps kept for record-e2e-latency
+            self._syncMetrics()
         if topic in self._globalTopics:  # TTD-4: a global record updates the global store at once
             offset = self._offsets.get(topic, 0)
             self._offsets[topic] = offset + 1
@@ -406,6 +419,7 @@ class TopologyTestDriver:
         is routed and the records queued after it are dropped, as if never piped."""
         try:
             self._completeAllProcessableWork()
+            self._syncMetrics()
         except BaseException:
             queue = self._task.queueOf[topic]
             self._offsets[topic] -= queue.size()
@@ -494,6 +508,7 @@ class TopologyTestDriver:
 
     def advanceWallClockTime(self, advance: int | timedelta) -> None:
         """Advance the mock wall clock by ``advance`` (ms or timedelta), then process what is processable."""
+        self._syncMetrics()  # what happened so far, at the time it happened
         self._wallClock += toMillis(advance, "advance")
         self._task.maybePunctuateSystemTime(self._wallClock)  # TTD-3
         self._task.commit()
@@ -552,8 +567,51 @@ class TopologyTestDriver:
         return dict(self._task.stores)
 
     def metrics(self) -> dict[MetricName, float]:
-        """Counters by ``MetricName`` (e.g. ``dropped-records-total`` of group ``stream-task-metrics``)."""
-        return self._task.metrics.all()
+        """The metrics by ``MetricName`` (Kafka ``TopologyTestDriver#metrics``), with Kafka's
+        groups and tags (``thread-id``: the thread that created the driver, ``"main"`` for the
+        main thread; ``task-id`` ``"0_0"``):
+
+        - ``stream-task-metrics``: ``process-total``/``-rate``, ``dropped-records-total``/``-rate``,
+          ``punctuate-total``/``-rate``;
+        - ``stream-processor-node-metrics``: ``record-e2e-latency-avg``/``-min``/``-max`` (ms) of
+          source and terminal nodes, ``process-total``/``-rate`` (Kafka: source nodes only; kspark
+          counts every node);
+        - ``kspark-dropped-records``: ``dropped-records-total`` per node and ``reason``.
+
+        Rates and latencies are windowed on the mock wall clock as Kafka's are
+        (``metrics.num.samples`` windows of ``metrics.sample.window.ms``): a rate is per second,
+        over at least ``(num.samples - 1)`` windows; a latency without records in the live
+        windows is NaN. Kafka's latencies of process and punctuate calls (DEBUG, 0 on its mock
+        clock) are not reported.
+        """
+        self._syncMetrics()
+        now, thread = self._wallClock, self._threadId
+        out = {withThreadId(n, thread): v for n, v in self._sampledTotals.items()}
+        for name in self._sampledTotals:
+            rate = rateName(name)
+            if rate is not None:
+                out[withThreadId(rate, thread)] = 0.0
+        out.update({withThreadId(n, thread): v for n, v in self._sampled.values(now).items()})
+        return out
+
+    def _syncMetrics(self) -> None:
+        """Hand what the task counted and the e2e latencies of the records it processed since the
+        last call to the windowed metrics, at the current mock wall-clock time (every record
+        since the last call was processed at it: the clock moves only in ``advanceWallClockTime``)."""
+        self._pipedSinceSync = 0
+        now, metrics, sampled = self._wallClock, self._task.metrics, self._sampled
+        metrics.recordLatencies(now, now)
+        for name, (n, total, lo, hi) in metrics.latencySummaries().items():
+            sampled.record(name, "stat", now, total, n, lo, hi)
+        metrics.latencies.clear()
+        metrics.histogram.clear()
+        totals, before = metrics.all(), self._sampledTotals
+        for name, value in totals.items():
+            delta = value - before.get(name, 0)
+            rate = rateName(name)
+            if delta and rate is not None:
+                sampled.record(rate, "rate", now, delta)
+        self._sampledTotals = totals
 
     def close(self) -> None:
         self._task.close()

@@ -105,6 +105,8 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     sessions = windowedSerde is _SessionWindowedSerde
     packEndStart = _END_START.pack
     produced = sink._produced
+    # record-e2e-latency of the source and the (terminal) sink: the timestamps they processed
+    sourceStamps, sinkStamps = source.stamps, sinkNode.stamps
 
     current = [None]  # the record being processed (for the error path)
 
@@ -128,6 +130,8 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
                 write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
             except Exception as e:
                 sinkFailed(e, key, start, end, value, timestamp, headers)
+                return
+            sinkStamps.append(timestamp)
             return
         what, serde, data = "key", sink.keySerde, None
         try:
@@ -148,6 +152,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         produced.append(_tupleNew(ProducedRecord, (
             topic, 0 if n == 1 else partitionForKey(keyBytes, n), timestamp,
             keyBytes + (packEndStart(end, start) if sessions else packLong(start)), valueBytes, headers)))
+        sinkStamps.append(timestamp)
 
     def emitStringLong(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         """``emit`` for a str key's bytes ``keyBytes`` and an int or None value, into the built-in
@@ -161,6 +166,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         produced.append(_tupleNew(ProducedRecord, (
             topic, 0 if n == 1 else partitionForKey(keyBytes, n), timestamp, keyBytes + packEndStart(end, start),
             None if value is None else packLong(value), headers)))
+        sinkStamps.append(timestamp)
 
     emit = emitStringLong if inner is not None and stringKeys and longValues and sessions else emitAny
 
@@ -183,6 +189,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
             perNode(rec)
             return
         source.processed += 1
+        sourceStamps.append(ts)
         node.processed += 1
         current[0] = rec
         try:

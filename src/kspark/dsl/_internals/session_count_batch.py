@@ -289,6 +289,8 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         node.processed += m
         toStream.processed += total
         sinkNode.processed += total
+        source.stampArrays.append(t)  # record-e2e-latency: the source's and the sink's timestamps
+        sinkNode.stampArrays.append(outEnd)
         consumed(m, tMax, fromColumns)
         return m, m < n
 
