@@ -639,7 +639,7 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
     return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]{on}", m, cores)
 
 
-def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: float) -> list[dict]:
+def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSeconds: float) -> list[dict]:
     """P4: the P3/P1 session count end to end on Kafka, kspark on Spark ``local[2]`` against the
     same topology in Java Kafka Streams (bench/java/bench/Streams.java: 2 stream threads,
     exactly_once_v2, commit.interval.ms 100), on one broker and one input topic, one after the
@@ -655,6 +655,8 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: 
     Latency (a separate, rate-limited phase per system; backlog timestamps are from 1995): the
     system runs continuously (kspark: ``kspark.trigger`` = ``trigger``) on its own new input
     topic; once 100 warm-up records have come out, ``liveRate`` records/s for ``liveSeconds``
+    (each rate of ``liveRates`` in turn, a new application and topic each; the first rate's
+    figures are the row's ``latency_*`` fields, every rate's are in ``latency_by_rate``)
     are produced with timestamp = wall-clock now, and a ``read_committed`` consumer takes the
     latency of each output record as (the time its batch was received) - (its timestamp, which
     is that of the input record that caused it). Both phases see the same keys; the number of
@@ -697,11 +699,9 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: 
     javaCount, javaDigest = _topicDigest(topics, outJ)
     checkSameOutput("P4", ksparkCount, ksparkDigest, javaCount, javaDigest)
 
-    liveHosts = [h.encode() for h in hosts[:max(1, int(liveRate * liveSeconds))]]
-
     def ksparkLive(src, out):
         streams = KafkaStreams(sessionCountTopology(src, out, GAP), {
-            **eos, "application.id": f"bench-p4-live-kspark-{n}", "state.dir": str(work / "kspark-live-state"),
+            **eos, "application.id": f"bench-p4-live-kspark-{n}-{src}", "state.dir": str(work / "kspark-live-state"),
             "kspark.trigger": trigger}, spark=spark)
         streams.start()
         return streams.close
@@ -710,7 +710,7 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: 
         import subprocess
 
         proc = subprocess.Popen(javaCommand("bench.Streams", f"bootstrap={broker.bootstrapServers}",
-                                            f"appId=bench-p4-live-java-{n}", f"input={src}", f"output={out}",
+                                            f"appId=bench-p4-live-java-{n}-{src}", f"input={src}", f"output={out}",
                                             f"stateDir={work / 'java-live-state'}", "mode=live"),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if proc.stdout.readline().strip() != "RUNNING":
@@ -722,8 +722,15 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRate: int, liveSeconds: 
                 raise SystemExit(f"the Java live run failed: {proc.stdout.read()[-4000:]}")
         return stop
 
-    ksparkLatency = liveLatency("kspark", topics, liveHosts, liveRate, liveSeconds, ksparkLive)
-    javaLatency = liveLatency("java", topics, liveHosts, liveRate, liveSeconds, javaLive)
+    byRate: dict[str, dict] = {"kspark": {}, "java": {}}
+    for liveRate in liveRates:
+        if len(hosts) < liveRate * liveSeconds:
+            raise SystemExit(f"P4: {liveRate} records/s for {liveSeconds} s needs --p4-records >= {liveRate * liveSeconds:.0f}")
+        liveHosts = [h.encode() for h in hosts[:max(1, int(liveRate * liveSeconds))]]
+        byRate["kspark"][str(liveRate)] = liveLatency("kspark", topics, liveHosts, liveRate, liveSeconds, ksparkLive)
+        byRate["java"][str(liveRate)] = liveLatency("java", topics, liveHosts, liveRate, liveSeconds, javaLive)
+    ksparkLatency = {**byRate["kspark"][str(liveRates[0])], "latency_by_rate": byRate["kspark"]}
+    javaLatency = {**byRate["java"][str(liveRates[0])], "latency_by_rate": byRate["java"]}
     rows = [_report("P4 kspark session count Kafka -> Spark local[2] -> Kafka, exactly_once_v2", (
         *m[:4], {"updates_emitted": ksparkCount, "digest": ksparkDigest, "broker_cpu_seconds": round(ksparkBrokerCpu, 1),
                  "max_records_per_batch": BATCH_RECORDS, "trigger_backlog": "availableNow",
@@ -769,7 +776,7 @@ def liveLatency(system: str, topics, keys: list[bytes], rate: int, seconds: floa
 
     from kspark.runtime.partitioner import partitionForKey
 
-    src, out = f"p4-live-{system}-{len(keys)}", f"p4-live-out-{system}-{len(keys)}"
+    src, out = f"p4-live-{system}-{len(keys)}-{rate}", f"p4-live-out-{system}-{len(keys)}-{rate}"
     topics.createTopic(src, 4)
     topics.createTopic(out, 4)
     consumer = Consumer({"bootstrap.servers": topics.servers, "group.id": f"bench-latency-{system}",
@@ -1621,9 +1628,10 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2,p2-kafka,p4",
                         help="comma-separated subset")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
-    parser.add_argument("--p4-trigger", default="100 milliseconds",
+    parser.add_argument("--p4-trigger", default="0 seconds",
                         help="kspark.trigger of P4's latency phase (its backlog phase runs availableNow)")
-    parser.add_argument("--p4-live-rate", type=int, default=2_000, help="records/s of P4's latency phase")
+    parser.add_argument("--p4-live-rate", default="2000",
+                        help="records/s of P4's latency phase; a comma-separated list runs one phase per rate")
     parser.add_argument("--p4-live-seconds", type=float, default=15, help="length of P4's latency phase (s)")
     parser.add_argument("--scaling", action="store_true", help="add P1 at 1M, 3M, 10M records (local[2])")
     parser.add_argument("--cores", action="store_true", help="add P1 at --records on local[1] and local[2]")
@@ -1696,7 +1704,7 @@ def main(argv=None) -> int:
 
             with KafkaBroker(args.work / "kafka-p4", heapMb=1024) as broker:
                 p4(inputs.nasaRequests(args.p4_records), args.work, spark, broker, args.p4_trigger,
-                   args.p4_live_rate, args.p4_live_seconds)
+                   [int(r) for r in str(args.p4_live_rate).split(",")], args.p4_live_seconds)
         if only & {"p2", "p2-kafka"}:
             prices, valuations = inputs.krxInputs(args.p2_records)
             if "p2" in only:

@@ -23,6 +23,7 @@ from kspark.spark._datasource import (
     SegmentStager,
     StagedSegment,
     TopicPartitionRange,
+    TopicPartitionRanges,
     chunkTable,
     decodeChunk,
     readReference,
@@ -542,6 +543,57 @@ def test_chunk_layout_splits_a_long_range_over_tasks_that_yield_its_records_and_
             (1, 11), (0, 3)]
 
 
+def test_read_tasks_pack_the_ranges_and_yield_the_same_rows_as_one_task_per_range(tmp_path, monkeypatch):
+    """Option readTasks (issue 34: one wave of read tasks per batch): the planned ranges are
+    packed into at most that many Spark partitions, largest first into the emptiest; each yields
+    its ranges' rows in turn, markers included, the same rows as one Spark partition per range."""
+    import kspark.spark._datasource as ds
+
+    monkeypatch.setattr(ds, "SPLIT_OFFSETS", 4)
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 3)
+    topics.append("a", 0, rows(0, 0, 12))
+    topics.append("a", 1, rows(1, 0, 3))
+    options = {"root": str(tmp_path), "topics": "a", "layout": "chunks"}
+    start, end = {"a/0": 1, "a/1": 0, "a/2": 0}, {"a/0": 11, "a/1": 3, "a/2": 0}
+    ranges = TopicsStreamReader(options).partitions(start, end)
+    packed = TopicsStreamReader({**options, "readTasks": "2"}).partitions(start, end)
+    assert [[(r.partition, r.start, r.end) for r in group.ranges] for group in packed] == [
+        [(0, 7, 11), (1, 0, 3)],  # 4 + 3 offsets
+        [(0, 1, 4), (0, 4, 7), (2, 0, 0)]]  # 3 + 3 + an empty range (its marker)
+    reader = TopicsStreamReader(options)
+
+    def rowsOf(partitions):
+        got = [row for p in partitions for row in pa.Table.from_batches(list(reader.read(p))).to_pylist()]
+        return sorted(got, key=lambda r: (r["partition"], r["offset"] < 0, r["offset"]))
+    assert rowsOf(packed) == rowsOf(ranges)
+    assert len([r for r in rowsOf(packed) if r["offset"] < 0]) == 3  # one marker per partition
+    assert TopicsStreamReader({**options, "readTasks": "9"}).partitions(start, end) == ranges  # fewer ranges: as planned
+    assert isinstance(packed[0], TopicPartitionRanges)
+
+
+def test_heartbeat_plans_a_batch_per_trigger_or_per_interval(tmp_path, monkeypatch):
+    """heartbeat=true: every latestOffset has a new "@heartbeat" (a batch per trigger, for
+    wall-clock punctuators); heartbeat=N (a trigger of 0): the value changes once per N ms, so an
+    idle query with a trigger of 0 does not plan batches back to back."""
+    import kspark.spark._datasource as ds
+
+    LocalTopics(tmp_path).createTopic("a", 1)
+    clock = [1_700_000_000_050_000_000]
+    monkeypatch.setattr(ds.time, "time_ns", lambda: clock[0])
+    options = {"root": str(tmp_path), "topics": "a"}
+    everyTrigger = TopicsStreamReader({**options, "heartbeat": "true"})
+    per100 = TopicsStreamReader({**options, "heartbeat": "100"})
+    beats = []
+    for ms in (0, 30, 49, 50, 170):
+        clock[0] = 1_700_000_000_050_000_000 + ms * 1_000_000
+        beats.append((everyTrigger.latestOffset({}, ReadAllAvailable())["@heartbeat"],
+                      per100.latestOffset({}, ReadAllAvailable())["@heartbeat"]))
+    assert beats == [(1700000000050, 1700000000000), (1700000000080, 1700000000000), (1700000000099, 1700000000000),
+                     (1700000000100, 1700000000100), (1700000000220, 1700000000200)]
+    assert "@heartbeat" not in TopicsStreamReader(options).latestOffset({}, ReadAllAvailable())
+
+
 def test_reader_with_refs_layout_yields_a_reference_to_the_range_which_reads_the_chunks_records(tmp_path):
     """Local topics, layout=refs: a non-empty range is one reference row (null records), then the
     marker; readReference gives the records the chunk layout would have carried."""
@@ -619,6 +671,8 @@ def test_reader_and_writer_reject_bad_options(tmp_path):
         TopicsStreamReader({"root": str(tmp_path)})
     with pytest.raises(ValueError, match="'maxRecordsPerTrigger' must be a positive integer"):
         TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "many"})
+    with pytest.raises(ValueError, match="'readTasks' must be a positive integer, got '0'"):
+        TopicsStreamReader({"root": str(tmp_path), "topics": "a", "readTasks": "0"})
     with pytest.raises(ValueError, match="Option 'layout' must be one of records, chunks"):
         TopicsStreamReader({"root": str(tmp_path), "topics": "a", "layout": "rows"})
     with pytest.raises(ValueError, match="missing or mistyped: records binary"):

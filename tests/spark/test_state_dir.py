@@ -292,3 +292,39 @@ def test_a_runs_whole_output_never_holds_a_secret(spark, tmp_path, topics, caplo
     assert "Configuration ssl.key.password=[hidden] has no effect" in caplog.text
     for secret in ("bob-Pl41n-secret", "key-S3cret-pw", "trust-S3cret-pw"):
         assert secret not in output
+
+
+def test_a_new_checkpoint_runs_its_tasks_as_many_spark_tasks_as_cores_and_an_old_one_keeps_its_count(spark, tmp_path):
+    """Issue 34: a new checkpoint gets min(kspark tasks, Spark's default parallelism) shuffle
+    partitions (local[2]: two Spark tasks of two kspark tasks each, one wave), recorded in its
+    fingerprint; Spark keeps a checkpoint's shuffle partitions for its life, so a checkpoint whose
+    fingerprint predates the record keeps one Spark task per kspark task (the task keys must land
+    on the partitions its state is in), and a recorded count is kept whatever the cores."""
+    from kspark.spark._placement import balancedTaskKeys, sparkHashInt
+
+    t = LocalTopics(tmp_path / "topics")
+    t.createTopic("in", 4)
+    t.createTopic("out", 4)
+    b = StreamsBuilder()
+    b.stream("in").groupByKey().count().toStream().to("out")
+    topology = b.build()
+    streams = KafkaStreams(topology, props(tmp_path), spark=spark)
+    [plan] = streams._place(streams._plan())
+    assert spark.sparkContext.defaultParallelism == 2
+    assert plan["shufflePartitions"] == 2 and plan["numTasks"] == 4
+    assert sorted(plan["taskOfKey"].values()) == [0, 1, 2, 3]
+    assert {t: sparkHashInt(k) % 2 for k, t in plan["taskOfKey"].items()} == {0: 0, 1: 1, 2: 0, 3: 1}
+    streams._checkCheckpoints([plan])
+    fingerprint = tmp_path / "state" / "app" / "subtopology-0" / "kspark-topology.json"
+    assert json.loads(fingerprint.read_text())["shufflePartitions"] == 2
+
+    saved = json.loads(fingerprint.read_text())
+    saved["shufflePartitions"] = 3  # recorded: kept
+    path = "subtopology-0/kspark-topology.json"  # written through Spark's filesystem (its .crc file)
+    streams._stateDir().write(path, json.dumps(saved).encode())
+    [plan] = streams._place(streams._plan())
+    assert plan["shufflePartitions"] == 3 and plan["taskOfKey"] == {k: t for t, k in enumerate(balancedTaskKeys(4, 3))}
+    del saved["shufflePartitions"]  # written before kspark recorded it: one Spark task per kspark task
+    streams._stateDir().write(path, json.dumps(saved).encode())
+    [plan] = streams._place(streams._plan())
+    assert plan["shufflePartitions"] == 4 and plan["taskOfKey"] == {k: t for t, k in enumerate(balancedTaskKeys(4, 4))}

@@ -12,14 +12,16 @@ Source options
     ``topics`` (comma-separated names) and optionally ``maxRecordsPerTrigger`` (records per
     micro-batch across all partitions, shared fairly), ``heartbeat`` (``"true"``: outside
     availableNow, every trigger plans a micro-batch even without new records, so tasks run their
-    wall-clock punctuators), ``unlimitedTopics`` (comma-separated topics always read to their
+    wall-clock punctuators; a number N: at most one such batch every N ms, for a trigger of 0),
+    ``unlimitedTopics`` (comma-separated topics always read to their
     end, outside ``maxRecordsPerTrigger``: the global topics, so a global partition is caught up
     in every batch), ``autoOffsetReset`` / ``offsetResetPolicies`` / ``groupId`` (where reading
-    starts; :class:`TopicsStreamReader`). Every micro-batch has one Spark partition per
-    topic-partition; it yields the data rows in offset order (``lag`` null), then one marker row
-    (``offset`` -1, ``timestamp`` 0, null bytes) whose ``lag`` is how many offsets of that
-    topic-partition were already in the log when the batch was planned but lie beyond the batch
-    (0 = caught up).
+    starts; :class:`TopicsStreamReader`), ``readTasks`` (at most that many Spark partitions per
+    micro-batch, each reading several topic-partitions' ranges in turn; default one per range).
+    Every micro-batch reads one range per topic-partition; it yields the data rows in offset
+    order (``lag`` null), then one marker row (``offset`` -1, ``timestamp`` 0, null bytes) whose
+    ``lag`` is how many offsets of that topic-partition were already in the log when the batch
+    was planned but lie beyond the batch (0 = caught up).
 
 Sink options
     Local: ``producer`` (the query's stable name; with Spark's query id, the idempotent producer
@@ -76,6 +78,8 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 
 from ..topics import RECORD_SCHEMA, LocalTopics, OffsetOutOfRangeException, Topics, UnknownTopicOrPartitionException
 from ..topics._local import SEGMENT_BATCH_ROWS, _fsyncFile, segmentChecksums
+from . import _timeline
+from ._timeline import mark
 
 log = logging.getLogger("kspark.spark")
 
@@ -95,6 +99,7 @@ __all__ = [
     "TopicsDataSource",
     "TopicsStreamReader",
     "TopicPartitionRange",
+    "TopicPartitionRanges",
     "chunkTable",
     "decodeChunk",
     "encodeChunk",
@@ -372,6 +377,29 @@ class TopicPartitionRange(InputPartition):
     marker: bool = True
 
 
+@dataclass(frozen=True)
+class TopicPartitionRanges(InputPartition):
+    """Several :class:`TopicPartitionRange` read one after the other by one Spark task (source
+    option ``readTasks``)."""
+
+    ranges: tuple
+
+
+def packRanges(ranges: list[TopicPartitionRange], tasks: int) -> list:
+    """``ranges`` as at most ``tasks`` Spark partitions of about equal offsets: the largest
+    range first into the group with the fewest offsets so far (an empty range counts as one
+    offset, so markers spread too); ``ranges`` themselves when there are no more of them."""
+    if tasks >= len(ranges):
+        return list(ranges)
+    groups: list[list[TopicPartitionRange]] = [[] for _ in range(tasks)]
+    sizes = [0] * tasks
+    for r in sorted(ranges, key=lambda r: r.end - r.start, reverse=True):
+        i = sizes.index(min(sizes))
+        groups[i].append(r)
+        sizes[i] += max(1, r.end - r.start)
+    return [TopicPartitionRanges(tuple(g)) for g in groups]
+
+
 _RESET_POLICIES = ("earliest", "latest", "none")
 
 
@@ -437,9 +465,15 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._defaultPolicy = default
         self._groupId = options.get("groupId") or None
         self._availableNowTargets: dict[str, int] | None = None
-        self._heartbeat = options.get("heartbeat", "false").lower() == "true"
+        heartbeat = options.get("heartbeat", "false").strip().lower()
+        # None: no heartbeat; 0: one per trigger; N: one per N ms at most
+        self._heartbeat = 0 if heartbeat == "true" else int(heartbeat) if heartbeat.isdigit() else None
         self._unlimited = {t.strip() for t in options.get("unlimitedTopics", "").split(",") if t.strip()}
         self._initialOffsets = json.loads(options["initialOffsets"]) if options.get("initialOffsets") else None
+        readTasks = options.get("readTasks")
+        if readTasks is not None and (not str(readTasks).strip().isdigit() or int(readTasks) < 1):
+            raise ValueError(f"Option 'readTasks' must be a positive integer, got {readTasks!r}")
+        self._readTasks = int(readTasks) if readTasks is not None else None
 
     def _policy(self, topic: str) -> str:
         return self._policies.get(topic, self._defaultPolicy)
@@ -562,6 +596,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         every partition with records gets an equal share, unused shares go to the others.
         Other limits read everything available.
         """
+        mark("source.latestOffset.start")
         # Under availableNow the run sees the logs as they were when it started: records appended
         # later count neither as input nor as lag (else the run would never end).
         ends = latest = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
@@ -581,14 +616,18 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets.update({key + _FROM: position for key, position in resets.items()})
         offsets.update(self._logChains(offsets))
         offsets.update(self._topicIds())
-        if self._heartbeat and self._availableNowTargets is None:
-            offsets[_HEARTBEAT] = time.time_ns() // 1_000_000  # a new batch every trigger, data or not
+        if self._heartbeat is not None and self._availableNowTargets is None:
+            now = time.time_ns() // 1_000_000  # a new batch every trigger (or N ms), data or not
+            offsets[_HEARTBEAT] = now - now % self._heartbeat if self._heartbeat else now
+        mark("source.latestOffset.end", records=sum(taken.values()))
         return offsets
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """One range per topic-partition, empty ranges included (each yields its marker row);
         with ``layout=chunks``, a range of more than :data:`SPLIT_OFFSETS` offsets as that many
-        consecutive parts of about equal size, the last one yielding the marker."""
+        consecutive parts of about equal size, the last one yielding the marker; with option
+        ``readTasks``, packed into at most that many Spark partitions (:func:`packRanges`)."""
+        mark("source.partitions")
         ranges = []
         for topic, partition in self._partitions:
             key = _offsetKey(topic, partition)
@@ -599,7 +638,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             bounds = [first + (last - first) * i // parts for i in range(parts)] + [last]
             ranges += [TopicPartitionRange(topic, partition, a, b, lag, b == last)
                        for a, b in zip(bounds, bounds[1:])]
-        return ranges
+        return ranges if self._readTasks is None else packRanges(ranges, self._readTasks)
 
     def _readBatches(self, partition: TopicPartitionRange) -> Iterator[pa.Table]:
         """The range's records as ``READ_SCHEMA`` tables; a start deleted by retention meanwhile
@@ -616,7 +655,15 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from self._topics.readBatches(partition.topic, partition.partition, beginning, partition.end)
 
     def read(self, partition: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
-        """The data rows (or chunks) of ``partition`` in offset order, then its marker row."""
+        """The data rows (or chunks) of ``partition`` in offset order, then its marker row (of
+        each of its ranges in turn, for :class:`TopicPartitionRanges`)."""
+        if isinstance(partition, TopicPartitionRanges):
+            for part in partition.ranges:
+                yield from self.read(part)
+            return
+        if _timeline.PATH is not None:
+            mark("source.read", batch=_timeline.batchOfTask(), partition=partition.partition,
+                 records=partition.end - partition.start)
         if self._layout == "refs":
             if partition.end > partition.start:
                 yield self._chunkBatch(partition, partition.start, None, None, partition.end)
@@ -670,6 +717,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: topics are retained (Kafka: the sink commits the group's offsets)."""
+        mark("source.commit")
 
 
 def _fairShares(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -1077,12 +1125,20 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
         checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
         positions: dict[tuple[str, int], int] = {}
         partitionTimes: dict[tuple[str, int], int] = {}
+        mark("sink.write", batch=batchId, writer=context.partitionId())
+        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix,
+                               self._owner)
+        # the transactional producer is made (if this worker has no current one) while the
+        # batch's tasks still process: the first input arrives only when they are done
+        sink.prepare(context.partitionId())
+        mark("sink.prepared", batch=batchId, writer=context.partitionId())
         # the positions arrive on the metrics rows, which may come after the records: collect first
         parts = [part for batch in iterator for part in _recordParts(batch, self._chunks, positions, partitionTimes)]
         if any(isinstance(part, StagedSegment) for _, _, part in parts):
             raise ValueError("The Kafka sink got staged segments, which only the local-topics sink can commit")
-        sink = KafkaSinkWriter(self._producerConfig, self._consumerConfig, self._groupId, self._exactlyOnce, self._prefix,
-                               self._owner)
+        if _timeline.PATH is not None:
+            mark("sink.input", batch=batchId, writer=context.partitionId(), records=sum(len(p) for _, _, p in parts))
+            sink.onStep = lambda name: mark("sink." + name, batch=batchId, writer=context.partitionId())
         written = sink.write(context.partitionId(), checkpointId, batchId,
                              [(t, p, part.select(RECORD_SCHEMA.names)) for t, p, part in parts], positions,
                              partitionTimes)
@@ -1090,6 +1146,7 @@ class KafkaTopicsStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
         """Nothing to do: the records are in Kafka already."""
+        mark("sink.commit", batch=batchId)
 
     def abort(self, messages: list[KafkaCommitMessage | None], batchId: int) -> None:
         """Nothing to undo: a task's transaction committed whole or not at all (at_least_once:

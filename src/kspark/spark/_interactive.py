@@ -90,7 +90,7 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     checkpoint = f"subtopology-{sub.id}"
     committed = lastCommittedBatch(stateDir, checkpoint)
     checkpointId = (stateDir.readJson(f"{checkpoint}/metadata") or {}).get("id")
-    plans = streams._plans or streams._plan()
+    plans = streams._plans or streams._place(streams._plan())
     plan = next(p for p in plans if p["subtopology"].id == sub.id)
     tasks = list(range(plan["numTasks"]) if partitions is None else partitions)
     storeDir = streams._storeDir()

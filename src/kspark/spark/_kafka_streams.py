@@ -72,7 +72,8 @@ class KafkaStreams:
         Needs ``application.id``. ``kspark.topics.dir`` is the root of the local topics,
         ``state.dir`` the checkpoint root, ``kspark.spark.master`` the Spark master (default
         ``local[*]``), ``kspark.trigger`` ``"availableNow"`` (run until caught up, default) or a
-        processing-time interval such as ``"1 second"`` (run continuously),
+        processing-time interval such as ``"1 second"`` (run continuously; ``0``: the next
+        micro-batch as soon as one ends, the lowest latency),
         ``kspark.max.records.per.trigger`` the micro-batch size limit; ``spark.*`` keys go to
         the SparkSession.
 
@@ -89,8 +90,9 @@ class KafkaStreams:
     appears when the batch commits (latency = trigger interval + batch time). Stream-time
     punctuators are checked after every record, as in ``TopologyTestDriver``; wall-clock
     punctuators once per task and micro-batch, after its records. In continuous mode a
-    micro-batch runs every trigger interval even without new records, so a wall-clock
-    punctuator fires within one trigger interval (plus batch time) of its due time; under
+    micro-batch runs every trigger interval (at least every 100 ms under a shorter trigger)
+    even without new records, so a wall-clock punctuator fires within one trigger interval
+    (plus batch time) of its due time; under
     ``availableNow`` they fire only in the batches the run has. ``max.task.idle.ms`` uses each
     input partition's lag as known when the batch was planned: a task waits (keeping records in
     its state) while a partition with known lag has no data in the batch.
@@ -167,6 +169,7 @@ class KafkaStreams:
             self._leaveGroup()
             raise
         try:
+            self._place(plans)
             self._checkCheckpoints(plans)
             if self._config.usesKafka():  # before the missing internal topics are created
                 from ._takeover import checkTakeover
@@ -480,7 +483,7 @@ class KafkaStreams:
         plans = []
         for sub in _upstreamFirst(topology.subtopologies()):
             numTasks = max(counts[t] for t in sub.sourceTopics)
-            shuffle = numTasks
+            shuffle = numTasks  # until _place: Spark tasks per batch (shuffle partitions)
             keys = balancedTaskKeys(numTasks, shuffle)
             stores = sub.stores + [n for g in globalSubs for n in g.stores]
             plans.append({
@@ -577,6 +580,33 @@ class KafkaStreams:
         self._topics.createTopic(name, numPartitions, ifNotExists=True, config=config,
                                  replicationFactor=int(self._config.get(StreamsConfig.REPLICATION_FACTOR_CONFIG)))
 
+    def _place(self, plans: list[dict]) -> list[dict]:
+        """Set each plan's Spark tasks per micro-batch (``shufflePartitions``, the state's
+        partitions, fixed for the life of a checkpoint) and the task keys that spread the kspark
+        tasks over them (``taskOfKey``, :func:`balancedTaskKeys`).
+
+        A new checkpoint gets ``min(kspark tasks, Spark's default parallelism)``: on ``local[2]``
+        a batch's four kspark tasks run as two Spark tasks of two kspark tasks each, in one wave,
+        rather than four Spark tasks in two waves, each with its Python workers' start, state
+        store commit and Kafka transaction (bench/README.md, round 19). An existing checkpoint
+        keeps the count its fingerprint records, or one Spark task per kspark task (what kspark
+        used before recording it)."""
+        stateDir = self._stateDir()
+        cores = max(1, int(self._session().sparkContext.defaultParallelism))
+        for plan in plans:
+            checkpoint = f"subtopology-{plan['subtopology'].id}"
+            saved = stateDir.readJson(f"{checkpoint}/{self._FINGERPRINT}")
+            numTasks = plan["numTasks"]
+            if saved is not None and "shufflePartitions" in saved:
+                shuffle = int(saved["shufflePartitions"])
+            elif saved is not None or stateDir.exists(f"{checkpoint}/offsets"):
+                shuffle = numTasks
+            else:
+                shuffle = min(numTasks, cores)
+            plan["shufflePartitions"] = shuffle
+            plan["taskOfKey"] = {k: t for t, k in enumerate(balancedTaskKeys(numTasks, shuffle))}
+        return plans
+
     _FINGERPRINT = "kspark-topology.json"
     _LEGACY_METADATA = "kspark-application.json"  # what kspark kept before fingerprints (state.dir/<app>/)
 
@@ -605,7 +635,7 @@ class KafkaStreams:
             sources = sorted(plan["topicName"][t] for t in sub.sourceTopics)
             stores = {n: signatures[n] for n in plan["changelogs"]}
             fingerprint = {"topology": description, "partitions": self._externalCounts, "sources": sources,
-                           "stores": stores}
+                           "stores": stores, "shufflePartitions": plan["shufflePartitions"]}
             if saved is None:
                 fingerprints[checkpoint] = fingerprint
                 if not (stateDir.exists(f"{checkpoint}/offsets") or stateDir.exists(f"{checkpoint}/metadata")):
@@ -805,13 +835,19 @@ class KafkaStreams:
                    "offsetResetPolicies": json.dumps(plan["offsetResetPolicies"])}
         if self._config.usesKafka():
             options["groupId"] = self._appId
+        # a batch's read tasks in one wave: as many as there are cores (a Spark task per
+        # topic-partition ran four tasks in two waves on local[2]; bench/README.md, round 19)
+        options["readTasks"] = str(max(1, int(spark.sparkContext.defaultParallelism)))
         maxRecords = self._config.get(StreamsConfig.MAX_RECORDS_PER_TRIGGER_CONFIG)
         if maxRecords:
             options["maxRecordsPerTrigger"] = str(maxRecords)
         if plan["globalSources"]:  # read global topics to their end in every batch (see GlobalKTable)
             options["unlimitedTopics"] = ",".join(plan["globalSources"])
         if "processingTime" in trigger:  # wall-clock punctuation needs a batch per trigger
-            options["heartbeat"] = "true"
+            # a trigger under 100 ms (0: the next batch as soon as one ends) would plan batches
+            # back to back while idle: then one per 100 ms, Kafka Streams' poll.ms
+            interval = _intervalMs(trigger["processingTime"])
+            options["heartbeat"] = "true" if interval >= IDLE_HEARTBEAT_MS else str(IDLE_HEARTBEAT_MS)
         initial = self._initialOffsets(f"subtopology-{sub.id}", options)
         if initial is not None:
             options["initialOffsets"] = json.dumps(initial)
@@ -867,6 +903,18 @@ class KafkaStreams:
             .trigger(**trigger)
         )
         return writer.start()
+
+
+IDLE_HEARTBEAT_MS = 100
+"""Under a trigger shorter than this, an idle query plans at most one micro-batch (for wall-clock
+punctuation) per this many ms."""
+
+
+def _intervalMs(interval: str) -> float:
+    """A validated ``kspark.trigger`` processing-time interval in ms."""
+    from ..config import _intervalMicros
+
+    return _intervalMicros(interval) / 1000
 
 
 def _loggingEnabled(builder) -> bool:

@@ -43,6 +43,7 @@ from ..state._snapshots import maybeSnapshot, restoreSnapshot
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
 from ._datasource import (SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, openTopicsFromOptions,
                           readReference)
+from . import _timeline
 from ._quiet import followDriverLogLevel
 
 # Input rows are kspark-topics source chunks (layout=chunks: topic, partition, offset, records,
@@ -89,8 +90,10 @@ class TaskStatefulProcessor(StatefulProcessor):
         context = TaskContext.get()
         batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
         checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
+        base = time.perf_counter()  # wall time of perf_counter t: startedAt + t - base
         versionRow = self.version.get()
         version = versionRow[0] if versionRow else None
+        versionRead = time.perf_counter()
         # taken out while the batch runs: a failed batch must not leave a half-processed task behind
         cached = _LIVE_TASKS.pop(cacheKey, None)
         fresh = cached is None or version is None or cached[0] != (plan["runId"], version)
@@ -214,6 +217,13 @@ class TaskStatefulProcessor(StatefulProcessor):
                     "processSeconds": round(flushing - converted, 4), "storeFlushSeconds": round(processed - flushing, 4),
                     "pickleSeconds": round(pickled - processed, 4), "stateWriteSeconds": round(stored - pickled, 4),
                     "outputSeconds": round(time.perf_counter() - stored, 4)}) + "\n")
+        if _timeline.PATH is not None:  # KSPARK_TIMELINE: the steps' wall times
+            wall = {name: round(startedAt + t - base, 4) for name, t in (
+                ("versionRead", versionRead), ("stateRead", started), ("inputRead", opening), ("storesOpened", converted),
+                ("processed", flushing), ("storesFlushed", processed), ("pickled", pickled), ("stateWritten", stored),
+                ("outputBuilt", time.perf_counter()))}
+            _timeline.mark("task", batch=batchId, task=taskId, rows=inputRows, fresh=fresh, start=round(startedAt, 4),
+                           **wall)
         yield out
 
     def _openStores(self, stores: PersistentTaskState, taskId: str, partition: int, checkpointId: str, batchId: int,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import re
 import struct
 import threading
@@ -687,6 +688,63 @@ def _readerConfig(config: Mapping[str, str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------- transactional sink
 _PRODUCERS: dict[str, object] = {}
+
+
+class _ProducerOwners:
+    """Which process on this machine last initialized each transactional id: one small file
+    per id in the temporary directory, holding ``<pid> <nonce>`` of the latest
+    ``init_transactions``.
+
+    A writer task moves between Python workers from one micro-batch to the next, and each
+    worker's ``init_transactions`` fences the producer the id's previous worker keeps. Without
+    this, the next worker to get the task found out from the broker: its first request failed
+    as fenced, the transaction was aborted and the batch written again with a new producer, on
+    the batch's critical path (bench/README.md, round 19). With it, a worker sees that another
+    process has taken the id since, and makes its new producer before its records arrive
+    (:meth:`KafkaSinkWriter.prepare`). Only a hint: a producer is fenced by the broker as before
+    (on a cluster, a worker on another machine is not seen here)."""
+
+    def __init__(self) -> None:
+        import tempfile
+        import uuid
+
+        self._dir = os.path.join(tempfile.gettempdir(), f"kspark-producer-owners-{os.getuid()}")
+        self._me = f"{os.getpid()} {uuid.uuid4().hex}"
+
+    def _path(self, transactionalId: str) -> str:
+        import hashlib
+
+        return os.path.join(self._dir, hashlib.sha256(transactionalId.encode()).hexdigest()[:32])
+
+    def claim(self, transactionalId: str) -> None:
+        """Record this process as the id's latest initializer."""
+        try:
+            os.makedirs(self._dir, exist_ok=True)
+            path = self._path(transactionalId)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(self._me)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    def mine(self, transactionalId: str) -> bool:
+        """Whether no other process on this machine claimed the id after this one did."""
+        try:
+            with open(self._path(transactionalId)) as f:
+                return f.read() == self._me
+        except OSError:
+            return True  # no record: let the broker tell
+
+
+_OWNERS: _ProducerOwners | None = None
+
+
+def _owners() -> _ProducerOwners:
+    global _OWNERS
+    if _OWNERS is None or not _OWNERS._me.startswith(f"{os.getpid()} "):  # a forked worker makes its own
+        _OWNERS = _ProducerOwners()
+    return _OWNERS
 _MARK = "kspark1"
 
 
@@ -826,6 +884,7 @@ class KafkaSinkWriter:
         self.exactlyOnce = exactlyOnce
         self.prefix = transactionalIdPrefix
         self.ownerClientId = ownerClientId
+        self.onStep = None  # callable(step name), called as a write passes each step (timing only)
 
     def write(self, writer: int, checkpointId: str, batchId: int, parts: list[tuple[str, int, pa.Table]],
               positions: dict[tuple[str, int], int], partitionTimes: dict[tuple[str, int], int] | None = None) -> int:
@@ -855,21 +914,27 @@ class KafkaSinkWriter:
         times = partitionTimes or {}
         offsets = [TopicPartition(t, p, o, batchMarker(checkpointId, batchId, times.get((t, p), -1)))
                    for (t, p), o in sorted(positions.items())]
+        step = self.onStep or (lambda name: None)
         for attempt in range(3):
             producer = self._transactionalProducer(transactionalId)
             errors: list = []
             try:
+                step("producer")
                 if positions and self._alreadyCommitted(positions, checkpointId, batchId):
                     log.info("%s: batch %d already committed by an earlier attempt; nothing written",
                              transactionalId, batchId)
                     return 0
+                step("checked")
                 producer.begin_transaction()
                 if offsets:
                     metadata = self._groupMetadata()
                     _bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, _TIMEOUT_S),
                              _TIMEOUT_S * 1.2, "send_offsets_to_transaction")
+                step("offsetsSent")
                 written = sum(_produceTable(producer, t, p, table, _deliveryErrors(errors)) for t, p, table in parts)
+                step("produced")
                 _bounded(lambda: producer.commit_transaction(_TIMEOUT_S * 4), _TIMEOUT_S * 4.8, "commit_transaction")
+                step("committed")
                 if errors:  # not expected after a successful commit, but never silently
                     raise _sinkError(transactionalId, errors[0])
                 return written
@@ -920,8 +985,24 @@ class KafkaSinkWriter:
             raise _sinkError("idempotent producer", errors[0] if errors else "records not acknowledged in time")
         return written
 
+    def prepare(self, writer: int) -> None:
+        """Under exactly-once, make sure this process holds a current producer for writer
+        ``writer``'s transactional id (one that no other process on this machine fenced since
+        it was made), making a new one if not: called before the records arrive, so that
+        ``init_transactions`` runs while the batch's tasks are still processing. Errors are
+        left to :meth:`write`."""
+        if not self.exactlyOnce:
+            return
+        try:
+            self._transactionalProducer(f"{self.prefix}-{writer}")
+        except Exception:  # noqa: BLE001 - write() tries again and reports it
+            pass
+
     def _transactionalProducer(self, transactionalId: str):
         producer = _PRODUCERS.get(transactionalId)
+        if producer is not None and not _owners().mine(transactionalId):
+            _PRODUCERS.pop(transactionalId, None)  # fenced by another process's init_transactions
+            producer = None
         if producer is None:
             from confluent_kafka import KafkaException, Producer
 
@@ -931,6 +1012,7 @@ class KafkaSinkWriter:
             if int(conf.get("delivery.timeout.ms", timeout)) > int(timeout):
                 conf["delivery.timeout.ms"] = timeout
             producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
+            _owners().claim(transactionalId)  # before: the previous owner stops using its producer
             try:
                 producer.init_transactions(_TIMEOUT_S)  # fences older producers with this id
             except KafkaException as e:
