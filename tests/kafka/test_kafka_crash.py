@@ -199,7 +199,13 @@ def test_broker_stopped_for_10_s_mid_run_then_restarted(kafkaBroker, tmp_path, e
     restart from the checkpoint then gives exactly the uninterrupted output."""
     topics = load(kafkaBroker)
     proc = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2")
-    time.sleep(14)  # mid-run
+    # mid-run: once the first batch committed (a fixed sleep stopped a slow machine's run in its start-up)
+    committed = tmp_path / "state" / f"crash-{tmp_path.name}" / "subtopology-0" / "commits" / "0"
+    deadline = time.time() + 240
+    while not committed.exists():
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        assert time.time() < deadline, "no batch committed"
+        time.sleep(0.2)
     kafkaBroker.stop()
     time.sleep(10)
     kafkaBroker.start()

@@ -164,6 +164,28 @@ def test_unreachable_bootstrap_servers_fail_with_a_clear_error_within_the_timeou
     assert time.monotonic() - started < 10
 
 
+def test_an_admin_request_left_unanswered_fails_naming_bootstrap_servers(monkeypatch):
+    """A broker stopped mid-run can leave an admin future unresolved: the timeout names the
+    cluster (a CI run once failed with a bare ``TimeoutError`` from ``committedOffsets``)."""
+    from concurrent.futures import Future
+
+    class Silent:  # an admin client whose requests never get an answer
+        def list_consumer_group_offsets(self, requests, **_):
+            return {r.group_id: Future() for r in requests}
+
+        def list_offsets(self, requests, **_):
+            return {tp: Future() for tp in requests}
+
+    topics = KafkaTopics({"bootstrap.servers": "127.0.0.1:1", "default.api.timeout.ms": 200})
+    monkeypatch.setattr(topics, "_adminClient", Silent)
+    monkeypatch.setattr(topics, "partitionsFor", lambda name: 2)
+    message = r"The Kafka cluster at bootstrap.servers=127.0.0.1:1 did not answer within 0.2 s: no answer"
+    with pytest.raises(StreamsException, match=message):
+        topics.committedOffsets("app", "in")
+    with pytest.raises(StreamsException, match=message):
+        topics.endOffsets("in")
+
+
 def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_credentials_mapped():
     from kspark.topics._kafka import librdkafkaConfig
 

@@ -319,7 +319,7 @@ class KafkaTopics(Topics):
         denied = []
         for name, future in futures.items():
             try:
-                allowed = future.result(timeout=self.timeoutS).authorized_operations
+                allowed = self._await(future).authorized_operations
             except KafkaException as e:
                 if e.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                     denied.append(name)
@@ -357,7 +357,7 @@ class KafkaTopics(Topics):
             [NewTopic(name, numPartitions, replicationFactor, config=dict(config or {}))],
             request_timeout=self.timeoutS)[name]
         try:
-            future.result(timeout=self.timeoutS)
+            self._await(future)
         except KafkaException as e:
             error = e.args[0]
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
@@ -382,7 +382,7 @@ class KafkaTopics(Topics):
         from confluent_kafka import KafkaError, KafkaException
 
         try:
-            future.result(timeout=self.timeoutS)
+            self._await(future)
         except KafkaException as e:
             if e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}") from None
@@ -397,7 +397,7 @@ class KafkaTopics(Topics):
 
         future = self._adminClient().describe_topics(TopicCollection([name]), request_timeout=self.timeoutS)[name]
         try:
-            return str(future.result(timeout=self.timeoutS).topic_id)
+            return str(self._await(future).topic_id)
         except KafkaException:
             return None
 
@@ -412,7 +412,7 @@ class KafkaTopics(Topics):
         def listOffsets():
             futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
                                                        isolation_level=level, request_timeout=self.timeoutS)
-            return {tp.partition: f.result(timeout=self.timeoutS).offset for tp, f in futures.items()}
+            return {tp.partition: self._await(f).offset for tp, f in futures.items()}
 
         return self._retrying(listOffsets)
 
@@ -424,6 +424,14 @@ class KafkaTopics(Topics):
         found = self._listOffsets(name, OffsetSpec.for_timestamp(timestampMs))
         ends = self.endOffsets(name) if any(o < 0 for o in found.values()) else {}
         return {p: o if o >= 0 else ends[p] for p, o in found.items()}
+
+    def _await(self, future):
+        """``future.result()`` of an admin request; no answer within the timeout raises the
+        ``StreamsException`` naming ``bootstrap.servers`` (not a bare ``TimeoutError``)."""
+        try:
+            return future.result(timeout=self.timeoutS)
+        except TimeoutError:
+            raise _unreachable(self.servers, "no answer to an admin request", self.timeoutS) from None
 
     def _retrying(self, call):
         """``call()``, again while it fails with a retriable error (a new topic's leaders or a
@@ -461,8 +469,8 @@ class KafkaTopics(Topics):
         if numPartitions == 0:  # no such topic (yet): nothing committed
             return {}
         request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
-        result = self._retrying(lambda: self._adminClient().list_consumer_group_offsets(
-            [request], request_timeout=self.timeoutS, require_stable=True)[groupId].result(self.timeoutS))
+        result = self._retrying(lambda: self._await(self._adminClient().list_consumer_group_offsets(
+            [request], request_timeout=self.timeoutS, require_stable=True)[groupId]))
         return {tp.partition: (tp.offset, _metadataOf(tp)) for tp in result.topic_partitions if tp.offset >= 0}
 
     # ------------------------------------------------------------------ reads
@@ -1104,6 +1112,8 @@ def groupMembers(adminConfig: Mapping[str, str], groupId: str, timeoutS: float =
         try:
             description = admin.describe_consumer_groups([groupId], request_timeout=timeoutS)[groupId].result(timeoutS)
             return list(description.members or [])
+        except TimeoutError:
+            raise _unreachable(adminConfig.get("bootstrap.servers"), "no answer to DescribeGroups", timeoutS) from None
         except KafkaException as e:
             code = e.args[0].code() if e.args and isinstance(e.args[0], KafkaError) else None
             if code == KafkaError.GROUP_ID_NOT_FOUND:
