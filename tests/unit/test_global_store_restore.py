@@ -101,7 +101,21 @@ def test_a_task_without_its_copy_restores_the_global_stores_up_to_the_checkpoint
     kept.restore(pickle.loads(pickle.dumps(value)))
     processor._openStores(kept, kept.persistentState, "2_0", 0, CKPT, 1, "v1")
     before = contents(kept)
+    # batch 1 applies the waiting records, its changes pending under v2; Spark does not commit it
+    for queue in kept.queueOf.values():
+        queue.lag = 0
+    kept.initialize()
+    kept.processAll(T)
+    kept.commit()
+    kept.persistentState.flush("v2", 1, kept.partitionGroup.streamTime, CKPT)
+    assert kept.stores["ratings"].get("C3") == 990
     kept.persistentState.close()
+    # its replay starts from v1's global stores (the pending writes of v2 dropped), no restore
+    replay = processor._newTask("2_0", 0)
+    replay.restore(pickle.loads(pickle.dumps(value)))
+    assert replay.persistentState.open(CKPT, "v1") is True
+    assert contents(replay) == before
+    replay.persistentState.close()
     companies, ratings = before
     assert companies["C4"] == ValueAndTimestamp({"name": "c4 v2"}, T + 104) and "C1" not in companies
     assert companies["C0"].value == {"name": "c0 v2"} and len(companies) == 30 - 5
