@@ -5,7 +5,8 @@ task's local RocksDB (this change), in one run.
 ``python bench/ab/global_table.py --trees main=/tmp/src-main,branch=src --keys 100000,1000000``
 runs, for each N and then each tree, a child process (``--child``, ``PYTHONPATH=<tree>``) on a
 fresh SparkSession (kspark's ``getOrCreateSession``, ``local[2]``) and prints one JSON line per
-child; ``--out FILE`` appends them to FILE too.
+child; ``--out FILE`` appends them to FILE too; ``--lock FILE`` runs each child under
+``flock FILE`` (the machine's heavy-work lock, held per child).
 
 The child: local topics ``companies`` (2 partitions: N keys ``c%08d``, String values of 24
 characters), ``orders`` (2 partitions, so 2 tasks, each with its copy of the global store) and
@@ -131,6 +132,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=1200)
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "kspark-ab-global"))
     parser.add_argument("--out")
+    parser.add_argument("--lock", help="run each child under flock on this file")
     args = parser.parse_args()
     if args.child:
         args.keys = int(args.keys)
@@ -142,6 +144,8 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": os.path.abspath(path)}
             cmd = [sys.executable, __file__, "--child", "--keys", str(n), "--batch-records", str(args.batch_records),
                    "--batches", str(args.batches), "--work", f"{args.work}-{tree}"]
+            if args.lock:  # each child holds the machine's heavy-work lock for its own run only
+                cmd = ["flock", args.lock] + cmd
             started = time.time()
             # its own process group: a timed-out child is killed with its JVM and Python workers
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -185,3 +185,11 @@ def test_global_stores_in_local_rocksdb_restored_from_the_global_topic(spark, ap
     streams = runApp(spark, props)
     assert output(topics) == expected  # the later orders joined the restored copies, updated by run 2
     assert storesOf(streams) == expectedStores
+    # the interactive-query handle (KafkaStreams.store's provider): one task's copy, whatever
+    # partition is asked for, as Kafka's global stores have no partitions
+    from kspark.spark._interactive import CheckpointStoreProvider
+
+    ratings = CheckpointStoreProvider(streams, "ratings", 1)()
+    assert sorted((kv.key, kv.value) for kv in ratings.all()) == expectedStores[1]
+    assert ratings.get("C4") == 1040 and ratings.get("C2") is None
+    ratings.close()
