@@ -64,8 +64,7 @@ if TYPE_CHECKING:
     from ..topology import Subtopology
     from .stream_task import StreamTask
 
-__all__ = ["GlobalStoreReprocessor", "ReadOnlyStore", "applyGlobalRecords", "globalQueueKey", "globalRecordQueues",
-           "globalStoreNamesOf", "globalStoreSources"]
+__all__ = ["ReadOnlyStore", "applyGlobalRecords", "globalQueueKey", "globalRecordQueues", "globalStoreNamesOf"]
 
 
 def globalQueueKey(topic: str, partition: int) -> str:
