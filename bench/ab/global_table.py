@@ -6,7 +6,8 @@ task's local RocksDB (this change), in one run.
 runs, for each N and then each tree, a child process (``--child``, ``PYTHONPATH=<tree>``) on a
 fresh SparkSession (kspark's ``getOrCreateSession``, ``local[2]``) and prints one JSON line per
 child; ``--out FILE`` appends them to FILE too; ``--lock FILE`` runs each child under
-``flock FILE`` (the machine's heavy-work lock, held per child).
+``flock FILE`` (the machine's heavy-work lock, held per child); ``--timeout`` counts the wait
+for the lock too.
 
 The child: local topics ``companies`` (2 partitions: N keys ``c%08d``, String values of 24
 characters), ``orders`` (2 partitions, so 2 tasks, each with its copy of the global store) and
