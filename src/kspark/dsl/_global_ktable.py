@@ -76,6 +76,9 @@ def globalTable(builder: "StreamsBuilder", topic: str, consumed=None, materializ
         sourceName, keySerde, valueSerde, topic, processorName, lambda: KTableSource(storeName),
         timestampExtractor=consumed.timestampExtractor,
     )
+    # Kafka's TableSourceNode adds a GlobalKTable's store with reprocessOnRestore=false: a restore
+    # puts the topic's records into the store as they are (rawValueToTimestampedValue)
+    builder._topology._nodes[processorName].reprocessOnRestore = False
     return GlobalKTable(builder, storeName, materialized.storeName is not None, topic)
 
 

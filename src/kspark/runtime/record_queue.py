@@ -86,6 +86,11 @@ class RecordQueue:
     # a pattern source's queue (one for all matching topics, as Kafka's TopologyTestDriver has):
     # offset -> the topic each record came from; None for a queue of one topic
     recordTopics: dict | None = None
+    # a global queue: the offset of the first record it was ever given (None: none yet), and the
+    # offset after the last one (its partition's position once the queue is empty; see
+    # appliedPosition): a task's copy of the global store holds the records in between
+    receivedFrom: int | None = None
+    receivedEnd = 0
 
     def __init__(
         self,
@@ -133,6 +138,12 @@ class RecordQueue:
     def addRawRecords(self, records) -> None:
         if self._columns:  # keep offset order: what came as columns goes first
             self._materialize(None)
+        if self.isGlobal:
+            records = list(records)
+            if records:
+                if self.receivedFrom is None:
+                    self.receivedFrom = records[0].offset
+                self.receivedEnd = max(self.receivedEnd, records[-1].offset + 1)
         self._raw.extend(records)
         if self.head is None:
             self._updateHead()
@@ -140,6 +151,10 @@ class RecordQueue:
     def addRawColumns(self, columns: RawRecordColumns) -> None:
         """Append records given as columns (same order rules as ``addRawRecords``)."""
         if len(columns):
+            if self.isGlobal:
+                if self.receivedFrom is None:
+                    self.receivedFrom = int(columns.offsets[0])
+                self.receivedEnd = max(self.receivedEnd, int(columns.offsets[-1]) + 1)
             self._columns.append([columns, 0])
             if self.head is None:
                 if not self._raw:
@@ -197,6 +212,19 @@ class RecordQueue:
         if timestamp > self.partitionTime:
             self.partitionTime = timestamp
         return _tupleNew(StampedRecord, (timestamp, k, v, headers, self.topic, self.partition, offset, key, value))
+
+    def appliedPosition(self) -> int:
+        """A global queue's position in its partition: the offset of its first record not processed
+        yet, or, when it holds none, the offset after the last record added. Every record of the
+        partition below it has been applied to the global store (or skipped), none at or above it."""
+        if self._headRaw is not None:
+            return self._headRaw.offset
+        if self._raw:
+            return self._raw[0].offset
+        if self._columns:
+            columns, start = self._columns[0]
+            return int(columns.offsets[start])
+        return self.receivedEnd
 
     def unprocessed(self) -> list[RawRecord]:
         """Raw records not yet polled (head included), for hosts that carry them to the next batch."""

@@ -510,6 +510,7 @@ class StreamTask:
         # kspark.state._persistent); the others are part of checkpoint()
         self.persistentStores: set[str] = set()
         self.legacySnapshots: dict[str, Any] = {}
+        self.globalPositionsKnown = True  # False after restore() of a checkpoint without them
         self.nodeStates: dict[str, dict] = {}
         self.checkpointCallbacks: list = []
         self.cacheMaxBytes = config.get(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG)
@@ -1059,11 +1060,20 @@ class StreamTask:
             # what a persistent store keeps outside its entries (its observed stream time...)
             "storeMeta": {name: self.stores[name]._metaSnapshot() for name in self.persistentStores},
             "nodeStates": self.nodeStates,
+            # each global partition's [first offset received, position] (RecordQueue.appliedPosition):
+            # the range a restore of a persistent global store reads (Kafka's global .checkpoint file)
+            "globalPositions": self.globalPositions(),
             "schedules": {
                 **{k: None for k, c in self._cancellables.items() if c.cancelled},
                 **{s.key: s.timestamp for q in self._queues.values() for s in q.schedules()},
             },
         }
+
+    def globalPositions(self) -> dict[str, list]:
+        """Global partition (``globalQueueKey``) -> ``[first offset received or None, position]``
+        (``RecordQueue.appliedPosition``): the task's copy of a global store holds the records of
+        that range of the partition, as its processor applied them."""
+        return {t: [q.receivedFrom, q.appliedPosition()] for t, q in self.queueOf.items() if q.isGlobal}
 
     def restore(self, state: dict) -> None:
         self.partitionGroup.streamTime = state["streamTime"]
@@ -1081,6 +1091,11 @@ class StreamTask:
         for name, data in state.get("storeMeta", {}).items():
             if name in self.persistentStores:
                 self.stores[name]._metaRestore(data)
+        positions = state.get("globalPositions")
+        self.globalPositionsKnown = positions is not None  # not in a checkpoint of an older kspark
+        for topic, (first, position) in (positions or {}).items():
+            if topic in self.queueOf:
+                self.queueOf[topic].receivedFrom, self.queueOf[topic].receivedEnd = first, position
         for topic, raws in state["unprocessed"].items():
             self.queueOf[topic].addRawRecords([RawRecord(*r) for r in raws])
         self._restoredSchedules = dict(state.get("schedules", {}))

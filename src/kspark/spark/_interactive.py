@@ -8,10 +8,15 @@ writes are read only once that batch has committed. It opens the databases again
 batch has committed. The stores must be on a disk the driver sees (a ``local`` master, or
 ``kspark.store.dir`` on a shared filesystem).
 
-Stores kept in a task's checkpoint value (global stores, and stores of kinds without a persistent
-form) are read with Spark's state data source (``format("statestore")``) at the last committed
-batch id, the tasks' copies merged into one store: a separate batch job over committed,
-immutable state files.
+A global store is read from one task's copy (task 0 of the first sub-topology; a Kafka Streams
+instance has one copy too), in that task's local RocksDB. Where that copy is not on this
+machine it is restored from the global topic into a temporary directory, up to the positions in
+the task's checkpoint value, as the task would restore it.
+
+Stores kept in a task's checkpoint value (stores of kinds without a persistent form, and global
+stores of a checkpoint written by an older kspark) are read with Spark's state data source
+(``format("statestore")``) at the last committed batch id, the tasks' copies merged into one
+store: a separate batch job over committed, immutable state files.
 """
 
 from __future__ import annotations
@@ -81,8 +86,9 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     """
     topology, config = streams._topology, streams._config
     sub = subtopologyOf(topology, storeName)
-    if sub is None or storeName not in sub.stores:
-        return None  # a global store: in every task's checkpoint value
+    isGlobal = storeName in topology.globalStoreNames()
+    if sub is None or (storeName not in sub.stores and not isGlobal):
+        return None
     probe = topology.storeBuilders()[storeName].build(config.defaultKeySerde(), config.defaultValueSerde())
     if not makePersistent(probe):
         return None
@@ -92,14 +98,26 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
     checkpointId = (stateDir.readJson(f"{checkpoint}/metadata") or {}).get("id")
     plans = streams._plans or streams._place(streams._plan())
     plan = next(p for p in plans if p["subtopology"].id == sub.id)
-    tasks = list(range(plan["numTasks"]) if partitions is None else partitions)
+    # a global store: one copy (every task holds the same records of the global topics once
+    # caught up), whatever partition is asked for, as Kafka's global stores have no partitions
+    tasks = [0] if isGlobal else list(range(plan["numTasks"]) if partitions is None else partitions)
     storeDir = streams._storeDir()
     paths = {p: os.path.join(storeDir, f"{sub.id}_{p}") if storeDir else None for p in tasks}
     changelog = plan["changelogs"].get(storeName)
-    missing = [p for p, path in paths.items() if committed is not None and changelog is not None
+    missing = [p for p, path in paths.items() if committed is not None
                and (path is None or not os.path.isfile(os.path.join(path, "CURRENT")))
-               and streams._topics.partitionsFor(changelog) and streams._topics.endOffset(changelog, p) > 0]
+               and (isGlobal or changelog is not None and streams._topics.partitionsFor(changelog)
+                    and streams._topics.endOffset(changelog, p) > 0)]
     restoredDir = None
+    if missing and isGlobal:  # restored from the global topic (it is the store's changelog)
+        values = _checkpointValues(streams, plan, checkpoint, committed)
+        positions = (values.get(0) or {}).get("globalPositions")
+        if positions is None:
+            return None  # a checkpoint of an older kspark: the store is in its checkpoint value
+        restoredDir = tempfile.mkdtemp(prefix="kspark-restored-")
+        paths[0] = _restoreGlobalStore(streams, plan, storeName, positions, checkpointId,
+                                       os.path.join(restoredDir, f"{sub.id}_0"))
+        missing = []
     if missing and not restoreMissing:
         where = storeDir or "the executors' temporary directories (kspark.store.dir is not set, the master is not local)"
         raise InvalidStateStoreException(
@@ -123,9 +141,43 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
 def _checkpointMetas(streams, plan: dict, checkpoint: str, committed: int) -> dict[int, dict | None]:
     """Each task's (partition's) stores' meta (observed stream times...) from its checkpoint
     value at batch ``committed``, read with Spark's state data source."""
+    return {p: value.get("storeMeta", {}) for p, value in _checkpointValues(streams, plan, checkpoint, committed).items()}
+
+
+def _checkpointValues(streams, plan: dict, checkpoint: str, committed: int) -> dict[int, dict]:
+    """Each task's (partition's) checkpoint value at batch ``committed``, read with Spark's
+    state data source."""
     rows = (streams._session().read.format("statestore").option("path", streams._stateDir().path(checkpoint))
             .option("stateVarName", "task").option("batchId", committed).load().select("key.task", "value.blob").collect())
-    return {plan["taskOfKey"][row.task]: pickle.loads(row.blob).get("storeMeta", {}) for row in rows}
+    return {plan["taskOfKey"][row.task]: pickle.loads(row.blob) for row in rows}
+
+
+def _restoreGlobalStore(streams, plan: dict, storeName: str, positions: dict, checkpointId: str, path: str) -> str:
+    """Restore global store ``storeName`` into ``path`` from its topic up to ``positions`` (a task
+    checkpoint's ``globalPositions``), as a task restores its copy
+    (``kspark.state._restore.restoreGlobalStores``)."""
+    from ..runtime.global_state import GlobalStoreReprocessor, globalStoreSources
+    from ..runtime.stream_task import StreamTask
+    from ..state._persistent import PersistentTaskState
+    from ..state._restore import restoreGlobalStores
+
+    topicName, counts = plan["topicName"], plan["partitionCounts"]
+    task = StreamTask(f"{plan['subtopology'].id}_0", plan["subtopology"], plan["storeBuilders"], streams._config, 0,
+                      lambda t: topicName.get(t, t), lambda t: counts[t])
+    store = task.stores[storeName]
+    makePersistent(store)
+    source, processor = globalStoreSources(plan["subtopology"])[storeName]
+    state = PersistentTaskState({storeName: store}, {}, path, streams._config.get("kspark.store.memory.bytes"), 0)
+    try:
+        state.open(checkpointId, None)
+        reprocess = ({storeName: GlobalStoreReprocessor(task, storeName, source, processor)}
+                     if processor.reprocessOnRestore else {})
+        restoreGlobalStores(state, streams._topics, {storeName: [topicName.get(t, t) for t in source.topics]},
+                            positions, task.taskId, reprocess=reprocess)
+        state.restored(checkpointId, None)
+    finally:
+        state.close()
+    return path
 
 
 def _restoreTaskStore(streams, plan: dict, storeName: str, changelog: str, partition: int, checkpointId: str,

@@ -101,9 +101,13 @@ class KafkaStreams:
     reads all partitions of the global topics (each global row goes to every task; a global
     topic is read to its end in every micro-batch, outside ``kspark.max.records.per.trigger``,
     so stream records never wait for a global backlog to trickle in) and keeps
-    its own copy of the store in its checkpointed state; global records are applied in
-    timestamp order with the task's stream records (``kspark.runtime.global_state``), not
-    restored to the log end first as Kafka's global thread does.
+    its own copy of the store in its local RocksDB, with its own stores; global records are
+    applied in timestamp order with the task's stream records (``kspark.runtime.global_state``),
+    not restored to the log end first as Kafka's global thread does. The global topic is the
+    store's changelog, as in Kafka: the task checkpoint keeps each global partition's position,
+    and a task without its local copy restores it from the topic up to there (a
+    ``GlobalKTable``'s store from the records as they are, an ``addGlobalStore`` store through
+    its processor, as Kafka 4.3 restores them).
     """
 
     CREATED, RUNNING, NOT_RUNNING, ERROR = "CREATED", "RUNNING", "NOT_RUNNING", "ERROR"
@@ -369,9 +373,10 @@ class KafkaStreams:
         """The contents of store ``storeName`` over all tasks, as of the last committed micro-batch,
         as a read-only store of its kind (key-value, window or session reads): read from the
         tasks' local stores (a task's store that is not on this machine, e.g. on a cluster's
-        executor, is restored from its changelog into a temporary directory first); a store kept
-        in the checkpoint value (a global store) from Spark's checkpoint (its ``statestore``
-        reader).
+        executor, is restored from its changelog into a temporary directory first; a global
+        store: one task's copy, else restored from the global topic); a store kept in the
+        checkpoint value (a kind without a persistent form) from Spark's checkpoint (its
+        ``statestore`` reader).
 
         For inspection after or between runs; values of KTable stores are ``ValueAndTimestamp``.
         While the application runs, ``store()`` gives Kafka's read-only views.

@@ -6,15 +6,18 @@ state is kept as Kafka Streams keeps it:
 - its stores in a local RocksDB on the executor's disk (``kspark.state._persistent``): a batch
   reads and writes the keys it touches, and its changes go to each store's changelog topic
   (``<application.id>-<store>-changelog``, Kafka's byte layout) with the batch's output;
+- its copy of each global store in the same local RocksDB, without a changelog: the global
+  topic is its changelog, as in Kafka Streams (``kspark.runtime.global_state``);
 - the small rest (stream time, partition times, records not processed yet, node states,
-  punctuation schedules, and stores without a persistent form, such as global stores) as one
-  pickled value in Spark's state store, with the version of the stores it goes with: Kafka's
-  ``.checkpoint`` file. One read when the worker has no up-to-date copy, one write per batch,
-  never a state call per record (spark-stateful-measurements.md).
+  punctuation schedules, the global partitions' positions, and stores without a persistent
+  form) as one pickled value in Spark's state store, with the version of the stores it goes
+  with: Kafka's ``.checkpoint`` file. One read when the worker has no up-to-date copy, one write
+  per batch, never a state call per record (spark-stateful-measurements.md).
 
-A batch's store changes are pending until the next batch finds its version committed in
-Spark's state (``kspark.state._rocksdb``); a task that finds no local store for the committed
-version (first run here, task moved, directory deleted) restores it from the changelogs.
+A batch's store changes, global ones included, are pending until the next batch finds its
+version committed in Spark's state (``kspark.state._rocksdb``); a task that finds no local store
+for the committed version (first run here, task moved, directory deleted) restores it from the
+changelogs, and its global stores from the global topics up to the checkpointed positions.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..state._persistent import PersistentTaskState, makePersistent
-from ..state._restore import restoreStores
+from ..runtime.global_state import GlobalStoreReprocessor, globalStoreSources
+from ..state._restore import restoreGlobalStores, restoreStores
 from ..state._snapshots import maybeSnapshot, restoreSnapshot
 from ..topics import READ_SCHEMA, RECORD_SCHEMA, LocalTopics
 from ._datasource import (SINK_CHUNK_SCHEMA, SegmentStager, chunkTable, decodeChunk, encodeChunk, openTopicsFromOptions,
@@ -141,7 +145,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         opening = time.perf_counter()
         if stores is not None:
             try:
-                self._openStores(stores, taskId, partition, checkpointId, batchId, version)
+                self._openStores(task, stores, taskId, partition, checkpointId, batchId, version)
             except BaseException:
                 stores.close()
                 raise
@@ -226,22 +230,34 @@ class TaskStatefulProcessor(StatefulProcessor):
                            **wall)
         yield out
 
-    def _openStores(self, stores: PersistentTaskState, taskId: str, partition: int, checkpointId: str, batchId: int,
-                    version: str | None) -> None:
+    def _openStores(self, task: StreamTask, stores: PersistentTaskState, taskId: str, partition: int,
+                    checkpointId: str, batchId: int, version: str | None) -> None:
         """Open the task's local store at the committed ``version``: restore it from the latest
-        snapshot (local topics) and the changelogs if it does not hold that version, else
-        consider a snapshot (local topics, ``kspark.state._snapshots``)."""
+        snapshot (local topics), the changelogs and the global topics if it does not hold that
+        version, else consider a snapshot (local topics, ``kspark.state._snapshots``)."""
         plan = self.plan
         localRoot = plan.get("inputRoot")
         appId = plan["applicationId"]
+        # each global partition's [first offset, position] as of the committed version: the
+        # batch's records were added after the position (RecordQueue.appliedPosition)
+        positions = task.globalPositions()
         if not stores.open(checkpointId, version):
             offsets = restoreSnapshot(stores, localRoot, appId, taskId, checkpointId, batchId) if localRoot else {}
-            restoreStores(stores, openTopicsFromOptions(plan["backend"]), partition, checkpointId, batchId,
-                          localTopics=localRoot is not None, taskId=taskId, startOffsets=offsets)
+            topics = openTopicsFromOptions(plan["backend"])
+            restoreStores(stores, topics, partition, checkpointId, batchId, localTopics=localRoot is not None,
+                          taskId=taskId, startOffsets=offsets)
+            # a checkpoint of an older kspark has no positions: its global stores are imported
+            # from it (importLegacySnapshots); no checkpoint yet: nothing to restore
+            if task.globalStores and version is not None and task.globalPositionsKnown:
+                sources = globalStoreSources(plan["subtopology"])
+                reprocess = {name: GlobalStoreReprocessor(task, name, *sources[name]) for name in task.globalStores
+                             if sources[name][1].reprocessOnRestore}
+                restoreGlobalStores(stores, topics, task.globalStores, positions, taskId, startOffsets=offsets,
+                                    reprocess=reprocess)
             stores.restored(checkpointId, version)
         elif localRoot is not None and version is not None:
             maybeSnapshot(stores, LocalTopics(localRoot), localRoot, appId, taskId, partition, checkpointId, batchId,
-                          version)
+                          version, positions)
 
     def _newTask(self, taskId: str, partition: int) -> StreamTask:
         """A new task of this sub-topology, its stores made persistent where they have a
@@ -256,12 +272,18 @@ class TaskStatefulProcessor(StatefulProcessor):
         changelogs = plan["changelogs"]  # the sub-topology's own stores (not the global ones)
         persistent = {name: store for name, store in task.stores.items()
                       if name in changelogs and makePersistent(store)}
+        # global stores: in the same database, no changelog (their topics are: globalStores)
+        task.globalStores = {name: [topicName.get(t, t) for t in source.topics]
+                             for name, (source, _) in globalStoreSources(plan["subtopology"]).items()
+                             if name in task.stores and makePersistent(task.stores[name])}
+        persistent.update((name, task.stores[name]) for name in task.globalStores)
         task.persistentStores = set(persistent)
         task.persistentState = None
         if persistent:
             storeDir = plan["storeDir"] or os.path.join(tempfile.gettempdir(), "kspark-stores", plan["applicationId"])
             task.persistentState = PersistentTaskState(
-                persistent, {name: changelogs[name] for name in persistent}, os.path.join(storeDir, taskId),
+                persistent, {name: changelogs[name] for name in persistent if name in changelogs},
+                os.path.join(storeDir, taskId),
                 plan["storeMemoryBytes"], plan["storeCacheEntries"])
         return task
 

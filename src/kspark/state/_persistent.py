@@ -717,6 +717,18 @@ class PersistentTaskState:
         self.db.write(store._restoreWrites(storePrefix(storeName), records, self.db))
         store._backend.empty = False
 
+    def writeWorkingSet(self, storeName: str) -> None:
+        """Write store ``storeName``'s changes so far straight into its entries (a restore that
+        runs records through a processor, ``GlobalStoreReprocessor``), not as pending writes."""
+        store = self.stores[storeName]
+        changes = _Changes()
+        store._flush(changes, -1, False)
+        for lo, hi in changes.ranges:
+            self.db.deleteRange(lo, hi)
+        self.db.write(changes.writes)
+        store._backend.empty = False
+        store._evict(self.maxCachedEntries)
+
     def restored(self, checkpointId: str, committedVersion: str | None) -> None:
         """The restore is complete: the stores are those of ``committedVersion``."""
         for store in self.stores.values():

@@ -14,6 +14,10 @@ micro-batch ``b`` of checkpoint ``c`` applies, in offset order:
   topics reads its input from the start (local topics keep no committed offsets), so the stores
   of an older checkpoint are not its own.
 
+Global stores have no changelog: their topic is one (Kafka's ``GlobalStateManagerImpl``), read by
+:func:`restoreGlobalStores` up to the positions in the task checkpoint
+(``kspark.runtime.global_state``).
+
 A store with logging disabled (``withLoggingDisabled``) has no changelog: as in Kafka Streams, it
 starts empty on an executor that does not have it (with a WARNING).
 """
@@ -31,7 +35,7 @@ from ._persistent import CHANGELOG_HEADER, PersistentTaskState
 
 log = logging.getLogger("kspark.state")
 
-__all__ = ["restoreStores"]
+__all__ = ["restoreGlobalStores", "restoreStores"]
 
 
 def batchOf(headers: bytes | None) -> tuple[str, int] | None:
@@ -104,4 +108,44 @@ def restoreStores(state: PersistentTaskState, topics, partition: int, checkpoint
         log.info("task [%s] restored store %s from %s-%d: %d records (offsets %d..%d)", taskId, name, topic, partition,
                  n, start, end)
         applied += n
+    return applied
+
+
+def restoreGlobalStores(state: PersistentTaskState, topics, stores: dict[str, list[str]], positions: dict[str, list],
+                        taskId: str, *, startOffsets: dict[str, int] | None = None, reprocess=None) -> int:
+    """Fill ``state``'s global stores (``stores``: store -> its global topics) from their topics
+    (``topics``, a ``kspark.topics.Topics``): each partition's records in the range the task
+    checkpoint gives (``positions``: ``"<topic>@<partition>"`` -> ``[first offset, position]``,
+    ``StreamTask.globalPositions``), from ``startOffsets`` (same keys, after a snapshot) if later.
+    ``reprocess``: store -> a ``GlobalStoreReprocessor`` for the stores whose records run
+    through their processor (``addGlobalStore``); the others take the records as they are,
+    null keys skipped (a ``GlobalKTable``). Returns the records applied."""
+    import pyarrow.compute as pc
+
+    applied = 0
+    for name, storeTopics in stores.items():
+        replay = (reprocess or {}).get(name)
+        for key, (first, end) in sorted(positions.items()):
+            topic, _, p = key.rpartition("@")
+            if topic not in storeTopics or first is None:
+                continue
+            partition = int(p)
+            begin = topics.beginningOffsets(topic)[partition]
+            start = max(first, begin, (startOffsets or {}).get(key, begin))
+            if end <= start:
+                continue
+            n = 0
+            for table in topics.readBatches(topic, partition, start, end):
+                if replay is not None:
+                    n += replay.process(topic, partition, table)
+                    state.writeWorkingSet(name)
+                    continue
+                table = table.filter(pc.is_valid(table.column("key")))
+                state.restoreRecords(name, list(map(ChangelogRecord, table.column("key").to_pylist(),
+                                                    table.column("value").to_pylist(),
+                                                    table.column("timestamp").to_pylist())))
+                n += table.num_rows
+            log.info("task [%s] restored global store %s from %s-%d: %d records (offsets %d..%d)", taskId, name, topic,
+                     partition, n, start, end)
+            applied += n
     return applied

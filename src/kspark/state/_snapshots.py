@@ -8,8 +8,9 @@ task's changelogs have grown by more records since its last snapshot than its st
 copies its RocksDB (a RocksDB checkpoint: hard links where the filesystems allow) to
 ``<kspark.topics.dir>/~stores/<application.id>/<task>/<checkpoint id>-<batch>/`` with
 ``snapshot.json``: the checkpoint id, the micro-batch whose stores it holds, and each changelog
-partition's end offset then. A restore starts from the newest snapshot of its checkpoint and
-reads only the changelog records after those offsets.
+partition's end offset then (and each global partition's position, for the global stores). A
+restore starts from the newest snapshot of its checkpoint and reads only the changelog (and
+global topic) records after those offsets.
 
 A snapshot is taken at the start of a micro-batch, when the database holds exactly the stores of
 the previous committed batch, and only if no changelog holds records of that batch or a later one
@@ -59,10 +60,13 @@ def _snapshots(root: str, checkpointId: str) -> list[tuple[int, str, dict]]:
 
 
 def maybeSnapshot(state: PersistentTaskState, topics, topicsRoot: str, applicationId: str, taskId: str,
-                  partition: int, checkpointId: str, batchId: int, version: str | None) -> bool:
+                  partition: int, checkpointId: str, batchId: int, version: str | None,
+                  globalPositions: dict[str, list] | None = None) -> bool:
     """Snapshot the task's database (holding ``version``, the stores as of batch ``batchId - 1``)
     if its changelogs grew by more records since the last snapshot than the database holds;
-    returns whether it did."""
+    returns whether it did. ``globalPositions`` (``StreamTask.globalPositions`` as of
+    ``version``): recorded with the changelog offsets, under their ``"<topic>@<partition>"``
+    keys, as where a restore of the global stores from the snapshot goes on reading."""
     grown = state.db.meta.get("sinceSnapshot", 0)
     if grown < _MIN_RECORDS or grown < state.db.estimatedKeys():
         return False
@@ -75,6 +79,7 @@ def maybeSnapshot(state: PersistentTaskState, topics, topicsRoot: str, applicati
             if tag is None or tag[0] != checkpointId or tag[1] >= batchId:
                 return False  # a replayed batch's records are in the log already: not now
         offsets[topic] = end
+    offsets.update((key, position) for key, (_, position) in (globalPositions or {}).items())
     root = snapshotRoot(topicsRoot, applicationId, taskId)
     os.makedirs(root, exist_ok=True)
     target = os.path.join(root, f"{checkpointId}-{batchId - 1:020d}")

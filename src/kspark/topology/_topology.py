@@ -34,6 +34,10 @@ class ProcessorNodeSpec:
     supplier: Callable[[], Any]
     parents: list[str]
     stores: list[str] = field(default_factory=list)
+    # a global store's processor: a task that restores the store from the global topic runs the
+    # topic's records through a new instance of it (Kafka's reprocessOnRestore, KIP-813: True for
+    # addGlobalStore); False: the records' bytes are the store's entries (GlobalKTable)
+    reprocessOnRestore: bool = True
 
 
 @dataclass
