@@ -1,13 +1,10 @@
 """The flagship job (examples/valuation_signals.py's topology) on Kafka topics, as a Spark
-application: submitted with ``spark-submit`` by tests/cluster, or run with ``python``.
+application submitted with ``spark-submit`` by tests/cluster.
 
 argv: bootstrap servers, state dir, application.id, result JSON path, optionally
-kspark.max.records.per.trigger. The master comes from
-``spark-submit --master`` (or ``kspark.spark.master`` in the environment's KSPARK_MASTER). The
-result holds the signals read back read_committed and the dedup store from the checkpoint."""
+kspark.max.records.per.trigger. The master comes from ``spark-submit --master``. The result holds the signals read back read_committed and the dedup store from the checkpoint."""
 
 import json
-import os
 import sys
 import time
 
@@ -21,8 +18,6 @@ if __name__ == "__main__":
               "processing.guarantee": "exactly_once_v2", "kspark.progress": "plain"}
     if len(sys.argv) > 5:
         config["kspark.max.records.per.trigger"] = int(sys.argv[5])
-    if os.environ.get("KSPARK_MASTER"):
-        config["kspark.spark.master"] = os.environ["KSPARK_MASTER"]
     streams = KafkaStreams(vs.buildTopology(), config)
     started = time.time()
     streams.start()

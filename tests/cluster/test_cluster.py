@@ -2,10 +2,9 @@
 own working directories and Python workers, as on other machines.
 
 The flagship job (examples/valuation_signals.py's topology) runs on Kafka topics, driven from a
-process of its own: once submitted with ``spark-submit``, kspark shipped to the executors as
-``--py-files`` (the executors' interpreter does not have it), and once from ``python`` with
-``kspark.spark.master=spark://...`` while one worker and its executor are SIGKILLed mid-run.
-Both give exactly TopologyTestDriver's signals and dedup store (rules J-1..J-8, T-11..T-14), read
+process of its own, submitted with ``spark-submit``, kspark shipped to the executors as
+``--py-files`` (the executors' interpreter does not have it), while one worker and its executor
+are SIGKILLed mid-run. It gives exactly TopologyTestDriver's signals and dedup store (rules J-1..J-8, T-11..T-14), read
 back read_committed.
 """
 
@@ -87,53 +86,37 @@ def pythonWithoutKspark(tmp_path_factory):
     return python
 
 
-def test_spark_submit_with_kspark_as_py_files(sparkCluster, kafkaBroker, flagship, ksparkZip, pythonWithoutKspark,
-                                              tmp_path):
+def test_spark_submit_with_kspark_as_py_files_and_a_worker_killed_mid_run(
+        sparkCluster, kafkaBroker, flagship, ksparkZip, pythonWithoutKspark, tmp_path):
     """README's way of submitting: ``spark-submit --master spark://... --py-files kspark.zip,<the
     job's modules>``, the driver and the executors running an interpreter without kspark. The
     job's config names no master: it runs on spark-submit's. Its state.dir is a ``file:`` URI
-    (read and written through Spark's filesystem API)."""
+    (read and written through Spark's filesystem API).
+
+    Mid-run, worker 1 and its executor are SIGKILLed while it runs a stateful task of
+    sub-topology 1's second micro-batch: Spark runs the lost task again on worker 2's executor
+    (its state from the checkpoint, the Kafka transaction of the lost attempt aborted or fenced),
+    and the output is exact. (One run covers both: each cluster run of the flagship costs a
+    minute of the suite.)"""
     topics, signals, store = flagship
     emptySignals(topics)
     sparkHome = Path(sparkCluster.environment()["SPARK_HOME"])
+    state = tmp_path / "state"
     command = [str(sparkHome / "bin" / "spark-submit"), "--master", sparkCluster.masterUrl,
                "--py-files", f"{ksparkZip},{REPO / 'examples' / 'valuation_signals.py'}",
                "--conf", f"spark.pyspark.python={pythonWithoutKspark}",
                "--conf", f"spark.pyspark.driver.python={pythonWithoutKspark}",
-               str(APP), kafkaBroker.bootstrapServers, (tmp_path / "state").as_uri(), "flagship-submitted",
-               str(tmp_path / "result.json")]
-    run = subprocess.Popen(command, env=sparkCluster.environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, start_new_session=True)
-    try:
-        _, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            killRun(run)  # spark-submit's JVM and its Python processes too
-    assert run.returncode == 0, err[-4000:]
-    result = checkResult(tmp_path / "result.json", signals, store)
-    assert result["master"] == sparkCluster.masterUrl
-
-
-def test_a_worker_killed_mid_run_changes_nothing(sparkCluster, kafkaBroker, flagship, tmp_path):
-    """SIGKILL worker 1 and its executor while it runs a stateful task of sub-topology 1's second
-    micro-batch: Spark runs the lost task again on worker 2's executor (its state from the
-    checkpoint, the Kafka transaction of the lost attempt aborted or fenced), and the output is
-    exact."""
-    topics, signals, store = flagship
-    emptySignals(topics)
-    env = {**sparkCluster.environment(), "KSPARK_MASTER": sparkCluster.masterUrl,
-           "PYTHONPATH": str(REPO / "examples")}  # the driver's path only: executors get the job's code pickled
-    state = tmp_path / "state"
+               str(APP), kafkaBroker.bootstrapServers, state.as_uri(), "flagship-submitted",
+               str(tmp_path / "result.json"), "3000"]  # two batches of sub-topology 1
     log = (tmp_path / "driver.log").open("w")  # a file, not a pipe nobody reads while the test polls
-    driver = subprocess.Popen([sys.executable, str(APP), kafkaBroker.bootstrapServers, str(state), "flagship-killed",
-                               str(tmp_path / "result.json"), "3000"],  # two batches of sub-topology 1
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    driver = subprocess.Popen(command, env=sparkCluster.environment(), stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
     try:
         # kill while worker 1's executor runs a stateful task (kspark's tasks: transformWithState
         # over its stores) of sub-topology 1's second micro-batch; the first one committed, so
         # the state that task loaded is in the checkpoint
-        checkpoint = state / "flagship-killed" / "subtopology-1"
-        deadline, running = time.monotonic() + 180, set()
+        checkpoint = state / "flagship-submitted" / "subtopology-1"
+        deadline, running = time.monotonic() + 240, set()
         while driver.poll() is None and time.monotonic() < deadline:
             if ((checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()
                     and (running := _statefulTasksInFlight(sparkCluster, 1))):
@@ -151,7 +134,7 @@ def test_a_worker_killed_mid_run_changes_nothing(sparkCluster, kafkaBroker, flag
         aliveWorkers = [w["host"] + ":" + str(w["port"]) for w in sparkCluster.aliveWorkers()]
     finally:
         if driver.poll() is None:
-            killRun(driver)  # its Spark JVM and Python processes too
+            killRun(driver)  # spark-submit's JVM and its Python processes too
         log.close()
         sparkCluster.startWorker(1)  # the session's cluster has two workers again
     err = (tmp_path / "driver.log").read_text(errors="replace")
@@ -170,7 +153,8 @@ def test_a_worker_killed_mid_run_changes_nothing(sparkCluster, kafkaBroker, flag
         assert done, (task, [m[2] for m in attempts])  # an attempt may fail first (FetchFailed), one must succeed
         reruns += [f"{m[2]} {m[1]}..{f[1]}" for m, f in done]
     assert len(aliveWorkers) == 1  # the master knew worker 1 lost while the run finished on worker 2
-    checkResult(tmp_path / "result.json", signals, store)
+    result = checkResult(tmp_path / "result.json", signals, store)
+    assert result["master"] == sparkCluster.masterUrl
     # the killed executor's Python workers end by themselves (their JVM's sockets closed)
     deadline = time.monotonic() + 15
     while any(alive(p) for p in pythonWorkers) and time.monotonic() < deadline:
