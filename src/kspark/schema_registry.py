@@ -423,9 +423,12 @@ class GenericAvroSerde(_RegistrySerde):
         return self._schema
 
     def _serializer(self, data):
+        schema = self._writerSchema(data)
+        got = self._built.get(("ser", schema))  # per record: no import, no closure
+        if got is not None:
+            return got
         from confluent_kafka.schema_registry.avro import AvroSerializer
 
-        schema = self._writerSchema(data)
         return self._get("ser", lambda: AvroSerializer(self._client(), schema, self._toDict,
                                                        self._writeConf(schema, "schema")), schema)
 
@@ -434,6 +437,23 @@ class GenericAvroSerde(_RegistrySerde):
 
         return self._get("de", lambda: AvroDeserializer(self._client(), self._readerSchema, self._fromDict,
                                                                 conf=dict(self._deserializerConf)))
+
+    def deserialize(self, topic, data):
+        fast = self._built.get("fastRead")
+        if fast is not None and data is not None:
+            value = fast.read(data, topic)
+            if value is not _MISS:
+                return value
+        return super().deserialize(topic, data)
+
+    def _read(self, deserializer, data, topic):
+        ctx = self._context(topic)
+        value = deserializer(data, ctx)
+        fast = self._built.get("fastRead")
+        if fast is None:
+            fast = self._built["fastRead"] = _AvroFastReader(deserializer, self._context)
+        fast.learn(data, ctx)
+        return value
 
     def _recordName(self, data) -> str | None:
         schema = self._writerSchema(data)
@@ -445,6 +465,108 @@ class GenericAvroSerde(_RegistrySerde):
         except ValueError:
             pass
         return None
+
+
+# ---------------------------------------------------------------- Avro fast path (issue 35, speed)
+# confluent-kafka 2.16's AvroDeserializer redoes per record what depends only on the schema id (the
+# subject, the writer schema lookup, the rule hooks, get_inline_tags() walking the whole reader
+# schema): about 12 us per record over fastavro's own decode (its AvroSerializer is within 1 us of
+# fastavro's encode: no fast path there). _AvroFastReader runs, per record, only the steps of
+# confluent-kafka's AvroDeserializer.__deserialize_impl (2.16.1, schema_registry/_sync/avro.py) that
+# are not the identity under conditions checked once per schema id, with confluent-kafka's own
+# objects: its schema-id framing function (the wire format), the parsed schemas it cached for the id,
+# and fastavro's schemaless_reader called with the same arguments. An id is taken fast only after a
+# record of it went through confluent-kafka's path, and any record the fast path fails on goes through
+# confluent-kafka's path again (so errors are its errors, wrapped as on the general path).
+#
+# Provably the same result, per schema id, when:
+#   - the deserializer reads no "latest" schema (use.latest.version false, no use.latest.with.metadata,
+#     no use.schema.id): latest_schema is None, so there are no migrations and the reader schema is
+#     the deserializer's reader schema, else the writer's;
+#   - neither the writer schema nor the reader schema (the Schema objects confluent-kafka holds)
+#     carries a rule set with rules: _execute_rules_with_phase (ENCODING and DOMAIN, READ) then
+#     returns its input, and the subject, inline tags and field transformer it gets are unused;
+#   - the writer schema is not the plain "bytes" schema (returned undecoded by confluent-kafka).
+# Kept per record: set_original_key/clear_original_key (confluent-kafka's DLQ bookkeeping).
+_MISS = object()
+
+
+def _noLatest(serde) -> bool:
+    return (not serde._use_latest_version and serde._use_latest_with_metadata is None
+            and serde._use_schema_id is None)
+
+
+def _noRules(schema) -> bool:
+    rules = getattr(schema, "rule_set", None)
+    return rules is None or not (rules.domain_rules or rules.encoding_rules or rules.migration_rules)
+
+
+class _AvroFastReader:
+    """``read(data, topic)``: what confluent-kafka's ``AvroDeserializer(data, ctx)`` returns, for
+    schema ids found eligible by ``learn`` (see the conditions above); else ``_MISS``."""
+
+    __slots__ = ("de", "context", "schemas", "SchemaId", "reader", "setKey", "clearKey", "KEY")
+
+    def __init__(self, deserializer, context: Callable) -> None:
+        from confluent_kafka.schema_registry.common.serde import SchemaId
+        from confluent_kafka.schema_registry.serde import clear_original_key, set_original_key
+        from confluent_kafka.serialization import MessageField
+        from fastavro import schemaless_reader
+
+        self.de, self.context, self.schemas = deserializer, context, {}
+        self.SchemaId, self.reader, self.setKey, self.clearKey = SchemaId, schemaless_reader, set_original_key, clear_original_key
+        self.KEY = MessageField.KEY
+
+    def read(self, data, topic):
+        try:
+            if len(data) <= 5:
+                return _MISS
+            de, ctx, sid = self.de, self.context(topic), self.SchemaId("AVRO")
+            payload = de._schema_id_deserializer(data, ctx, sid)
+            schemas = self.schemas.get(sid.id if sid.id is not None else sid.guid)
+            if schemas is None:
+                return _MISS
+            if isinstance(payload, bytes):
+                payload = io.BytesIO(payload)
+            value = self.reader(payload, schemas[0], schemas[1], de._return_record_name)
+            if de._from_dict is not None:
+                value = de._from_dict(value, ctx)
+            if ctx.field == self.KEY:
+                self.setKey(data)
+            else:
+                self.clearKey()
+            return value
+        except Exception:
+            return _MISS  # confluent-kafka's path raises its own error for this record
+
+    def learn(self, data: bytes, ctx) -> None:
+        """After confluent-kafka's path read ``data``: note its schema id's parsed (writer, reader
+        or None when it is the writer) schemas as the deserializer holds them, or None when the
+        fast path does not apply to that id."""
+        de = self.de
+        if len(data) <= 5:
+            return
+        sid = self.SchemaId("AVRO")
+        de._schema_id_deserializer(data, ctx, sid)
+        key = sid.id if sid.id is not None else sid.guid
+        if key in self.schemas:
+            return
+        self.schemas[key] = None
+        if not _noLatest(de):
+            return
+        subject = (de._subject_name_func(ctx, None, de._registry, de._subject_name_conf)
+                   if de._strategy_accepts_client else de._subject_name_func(ctx, None))
+        writerRaw = de._get_writer_schema(sid, subject)  # in the client's cache: the record just read
+        writer = de._get_parsed_schema(writerRaw)
+        if de._schema is not None and de._reader_schema is not None:
+            readerRaw, reader = de._schema, de._reader_schema
+        else:
+            readerRaw, reader = writerRaw, writer
+        if not (_noRules(writerRaw) and _noRules(readerRaw)) or writer == "bytes" or (
+                isinstance(writer, dict) and writer.get("type") == "bytes"):
+            return
+        # fastavro's schemaless_reader drops a reader schema equal to the writer's: None is the same call
+        self.schemas[key] = (writer, None if reader is writer else reader)
 
 
 def _avroSchemaOf(cls) -> str | None:
@@ -509,8 +631,13 @@ class SpecificAvroSerde(GenericAvroSerde):
             return self._schema
         return _avroSchemaOf(type(data))
 
+    def deserialize(self, topic, data):
+        if self._recordClass is None:  # the class comes from the writer schema's name: _read below
+            return _RegistrySerde.deserialize(self, topic, data)
+        return super().deserialize(topic, data)
+
     def _read(self, deserializer, data, topic):
-        value = deserializer(data, self._context(topic))
+        value = GenericAvroSerde._read(self, deserializer, data, topic)
         if self._recordClass is not None:
             return value
         # the class named by the writer schema (SpecificData.getClass)
