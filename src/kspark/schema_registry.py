@@ -310,7 +310,15 @@ class _RegistrySerde(Serde):
         if data is None:
             return None
         try:
-            return self._serializer(data)(data, self._context(topic))
+            try:
+                return self._serializer(data)(data, self._context(topic))
+            except SchemaRegistryError as e:
+                if e.http_status_code != 409:
+                    raise
+                # Apicurio answers 409 to the second of two concurrent first registrations of a
+                # subject (two Spark tasks writing a new topic); asked again, it gives the id. An
+                # incompatible schema gets its 409 again, raised below.
+                return self._serializer(data)(data, self._context(topic))
         except SchemaRegistryError as e:
             if _registryFault(e):
                 raise self._unavailable(e, f"registering or looking up the schema of topic {topic}") from e
@@ -673,6 +681,17 @@ class KafkaProtobufSerde(_RegistrySerde):
         self._messageClass = messageClass
         super().__init__(configs, isKey)
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("_messageClass") is not None:  # a upb class does not pickle: its .proto does
+            state["_messageClass"] = _ProtoClassRef(state["_messageClass"])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("_messageClass"), _ProtoClassRef):
+            state["_messageClass"] = state["_messageClass"].resolve()
+        self.__dict__.update(state)
+
     def _configured(self, configs):
         key = f"specific.protobuf.{'key' if self._isKey else 'value'}.type"
         if self._messageClass is None and configs.get(key):
@@ -698,6 +717,68 @@ class KafkaProtobufSerde(_RegistrySerde):
 
     def _recordName(self, data):
         return type(data).DESCRIPTOR.full_name if hasattr(type(data), "DESCRIPTOR") else None
+
+
+_PROTO_CLASSES: dict = {}  # (files, full name) -> the class rebuilt from them, once per process
+_PROTO_LOCK = threading.Lock()
+
+
+class _ProtoClassRef:
+    """A generated Protobuf message class as it travels to a Spark worker: its module and name,
+    and its .proto file with the files it imports (serialized ``FileDescriptorProto``, imports
+    first). ``resolve()`` gives the module's class if the worker can import it and it was built
+    from the same .proto; else a class built from the files in a descriptor pool of its own
+    (``google.protobuf.message_factory.GetMessageClass``): a ``_pb2`` module that exists only on
+    the driver (generated at run time, or not installed on the workers) works on the workers."""
+
+    def __init__(self, cls: type) -> None:
+        self.module, self.qualname = cls.__module__, cls.__qualname__
+        self.fullName = cls.DESCRIPTOR.full_name
+        self.files = _protoFiles(cls.DESCRIPTOR.file)
+
+    def resolve(self) -> type:
+        import importlib
+
+        try:
+            cls = importlib.import_module(self.module)
+            for part in self.qualname.split("."):
+                cls = getattr(cls, part)
+            if cls.DESCRIPTOR.full_name == self.fullName and _protoFiles(cls.DESCRIPTOR.file) == self.files:
+                return cls
+        except Exception:  # not importable here, or another version of it: build it from the files
+            pass
+        key = (tuple(self.files), self.fullName)
+        with _PROTO_LOCK:
+            cls = _PROTO_CLASSES.get(key)
+            if cls is None:
+                from google.protobuf import descriptor_pool, message_factory
+
+                pool = descriptor_pool.DescriptorPool()
+                for data in self.files:
+                    pool.AddSerializedFile(data)
+                cls = _PROTO_CLASSES[key] = message_factory.GetMessageClass(pool.FindMessageTypeByName(self.fullName))
+            return cls
+
+
+def _protoFiles(file) -> list[bytes]:
+    """``file`` (a ``FileDescriptor``) and every file it imports, transitively, as serialized
+    ``FileDescriptorProto``, each after the files it imports."""
+    from google.protobuf import descriptor_pb2
+
+    out, seen = [], set()
+
+    def add(f):
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        for dependency in f.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        f.CopyToProto(proto)
+        out.append(proto.SerializeToString())
+
+    add(file)
+    return out
 
 
 class KafkaJsonSchemaSerde(_RegistrySerde):

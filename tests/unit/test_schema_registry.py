@@ -591,3 +591,46 @@ def fastavro_bytes(schema, value):
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
     return out.getvalue()
+
+
+def test_protobuf_serde_pickles_its_class_as_proto_files_for_a_process_without_the_module(url, tmp_path):
+    """A upb message class does not pickle, and a ``_pb2`` module generated at run time is not on a
+    Spark worker's path: the serde ships the .proto files (with the imported well-known type) and a
+    fresh Python process (no kspark test paths, no such module) rebuilds the class from them; the
+    message it builds has the same bytes as the driver's. In this process the module's class itself
+    comes back."""
+    import os
+    import pickle
+    import subprocess
+    from pathlib import Path
+
+    import grpc_tools
+    from grpc_tools import protoc
+    from pyspark import cloudpickle
+
+    (tmp_path / "ksp_ship.proto").write_text(
+        'syntax = "proto3";\npackage kspship;\nimport "google/protobuf/timestamp.proto";\n'
+        "message Tick {\n  string code = 1;\n  google.protobuf.Timestamp at = 2;\n"
+        "  message Venue { string name = 1; }\n  Venue venue = 3;\n}\n")
+    include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}",
+                        str(tmp_path / "ksp_ship.proto")]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import ksp_ship_pb2
+    finally:
+        sys.path.remove(str(tmp_path))
+    Tick = ksp_ship_pb2.Tick
+    shipped = cloudpickle.dumps(KafkaProtobufSerde(Tick, configs=conf(url), isKey=False))
+    assert pickle.loads(shipped)._messageClass is Tick
+    expected = Tick(code="A", venue=Tick.Venue(name="KRX"))
+    expected.at.seconds = 60
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = ("import pickle, sys; sys.path.insert(0, %r); cls = pickle.loads(sys.stdin.buffer.read())._messageClass\n"
+            "t = cls(code='A', venue=cls.Venue(name='KRX')); t.at.seconds = 60\n"
+            "assert 'ksp_ship_pb2' not in sys.modules\n"
+            "sys.stdout.write(cls.DESCRIPTOR.full_name + ' ' + t.SerializeToString().hex())" % src)
+    done = subprocess.run([sys.executable, "-c", code], input=shipped, capture_output=True, cwd=tmp_path.parent,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "kspship.Tick " + expected.SerializeToString().hex()
