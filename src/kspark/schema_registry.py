@@ -460,7 +460,10 @@ class GenericAvroSerde(_RegistrySerde):
         fast = self._built.get("fastRead")
         if fast is None:
             fast = self._built["fastRead"] = _AvroFastReader(deserializer, self._context)
-        fast.learn(data, ctx)
+        try:
+            fast.learn(data, ctx)
+        except Exception:  # the record was read: its id just stays on confluent-kafka's path
+            pass
         return value
 
     def _recordName(self, data) -> str | None:
