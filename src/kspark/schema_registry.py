@@ -310,7 +310,15 @@ class _RegistrySerde(Serde):
         if data is None:
             return None
         try:
-            return self._serializer(data)(data, self._context(topic))
+            try:
+                return self._serializer(data)(data, self._context(topic))
+            except SchemaRegistryError as e:
+                if e.http_status_code != 409:
+                    raise
+                # Apicurio answers 409 to the second of two concurrent first registrations of a
+                # subject (two Spark tasks writing a new topic); asked again, it gives the id. An
+                # incompatible schema gets its 409 again, raised below.
+                return self._serializer(data)(data, self._context(topic))
         except SchemaRegistryError as e:
             if _registryFault(e):
                 raise self._unavailable(e, f"registering or looking up the schema of topic {topic}") from e
@@ -423,9 +431,12 @@ class GenericAvroSerde(_RegistrySerde):
         return self._schema
 
     def _serializer(self, data):
+        schema = self._writerSchema(data)
+        got = self._built.get(("ser", schema))  # per record: no import, no closure
+        if got is not None:
+            return got
         from confluent_kafka.schema_registry.avro import AvroSerializer
 
-        schema = self._writerSchema(data)
         return self._get("ser", lambda: AvroSerializer(self._client(), schema, self._toDict,
                                                        self._writeConf(schema, "schema")), schema)
 
@@ -434,6 +445,26 @@ class GenericAvroSerde(_RegistrySerde):
 
         return self._get("de", lambda: AvroDeserializer(self._client(), self._readerSchema, self._fromDict,
                                                                 conf=dict(self._deserializerConf)))
+
+    def deserialize(self, topic, data):
+        fast = self._built.get("fastRead")
+        if fast is not None and data is not None:
+            value = fast.read(data, topic)
+            if value is not _MISS:
+                return value
+        return super().deserialize(topic, data)
+
+    def _read(self, deserializer, data, topic):
+        ctx = self._context(topic)
+        value = deserializer(data, ctx)
+        fast = self._built.get("fastRead")
+        if fast is None:
+            fast = self._built["fastRead"] = _AvroFastReader(deserializer, self._context)
+        try:
+            fast.learn(data, ctx)
+        except Exception:  # the record was read: its id just stays on confluent-kafka's path
+            pass
+        return value
 
     def _recordName(self, data) -> str | None:
         schema = self._writerSchema(data)
@@ -445,6 +476,108 @@ class GenericAvroSerde(_RegistrySerde):
         except ValueError:
             pass
         return None
+
+
+# ---------------------------------------------------------------- Avro fast path (issue 35, speed)
+# confluent-kafka 2.16's AvroDeserializer redoes per record what depends only on the schema id (the
+# subject, the writer schema lookup, the rule hooks, get_inline_tags() walking the whole reader
+# schema): about 12 us per record over fastavro's own decode (its AvroSerializer is within 1 us of
+# fastavro's encode: no fast path there). _AvroFastReader runs, per record, only the steps of
+# confluent-kafka's AvroDeserializer.__deserialize_impl (2.16.1, schema_registry/_sync/avro.py) that
+# are not the identity under conditions checked once per schema id, with confluent-kafka's own
+# objects: its schema-id framing function (the wire format), the parsed schemas it cached for the id,
+# and fastavro's schemaless_reader called with the same arguments. An id is taken fast only after a
+# record of it went through confluent-kafka's path, and any record the fast path fails on goes through
+# confluent-kafka's path again (so errors are its errors, wrapped as on the general path).
+#
+# Provably the same result, per schema id, when:
+#   - the deserializer reads no "latest" schema (use.latest.version false, no use.latest.with.metadata,
+#     no use.schema.id): latest_schema is None, so there are no migrations and the reader schema is
+#     the deserializer's reader schema, else the writer's;
+#   - neither the writer schema nor the reader schema (the Schema objects confluent-kafka holds)
+#     carries a rule set with rules: _execute_rules_with_phase (ENCODING and DOMAIN, READ) then
+#     returns its input, and the subject, inline tags and field transformer it gets are unused;
+#   - the writer schema is not the plain "bytes" schema (returned undecoded by confluent-kafka).
+# Kept per record: set_original_key/clear_original_key (confluent-kafka's DLQ bookkeeping).
+_MISS = object()
+
+
+def _noLatest(serde) -> bool:
+    return (not serde._use_latest_version and serde._use_latest_with_metadata is None
+            and serde._use_schema_id is None)
+
+
+def _noRules(schema) -> bool:
+    rules = getattr(schema, "rule_set", None)
+    return rules is None or not (rules.domain_rules or rules.encoding_rules or rules.migration_rules)
+
+
+class _AvroFastReader:
+    """``read(data, topic)``: what confluent-kafka's ``AvroDeserializer(data, ctx)`` returns, for
+    schema ids found eligible by ``learn`` (see the conditions above); else ``_MISS``."""
+
+    __slots__ = ("de", "context", "schemas", "SchemaId", "reader", "setKey", "clearKey", "KEY")
+
+    def __init__(self, deserializer, context: Callable) -> None:
+        from confluent_kafka.schema_registry.common.serde import SchemaId
+        from confluent_kafka.schema_registry.serde import clear_original_key, set_original_key
+        from confluent_kafka.serialization import MessageField
+        from fastavro import schemaless_reader
+
+        self.de, self.context, self.schemas = deserializer, context, {}
+        self.SchemaId, self.reader, self.setKey, self.clearKey = SchemaId, schemaless_reader, set_original_key, clear_original_key
+        self.KEY = MessageField.KEY
+
+    def read(self, data, topic):
+        try:
+            if len(data) <= 5:
+                return _MISS
+            de, ctx, sid = self.de, self.context(topic), self.SchemaId("AVRO")
+            payload = de._schema_id_deserializer(data, ctx, sid)
+            schemas = self.schemas.get(sid.id if sid.id is not None else sid.guid)
+            if schemas is None:
+                return _MISS
+            if isinstance(payload, bytes):
+                payload = io.BytesIO(payload)
+            value = self.reader(payload, schemas[0], schemas[1], de._return_record_name)
+            if de._from_dict is not None:
+                value = de._from_dict(value, ctx)
+            if ctx.field == self.KEY:
+                self.setKey(data)
+            else:
+                self.clearKey()
+            return value
+        except Exception:
+            return _MISS  # confluent-kafka's path raises its own error for this record
+
+    def learn(self, data: bytes, ctx) -> None:
+        """After confluent-kafka's path read ``data``: note its schema id's parsed (writer, reader
+        or None when it is the writer) schemas as the deserializer holds them, or None when the
+        fast path does not apply to that id."""
+        de = self.de
+        if len(data) <= 5:
+            return
+        sid = self.SchemaId("AVRO")
+        de._schema_id_deserializer(data, ctx, sid)
+        key = sid.id if sid.id is not None else sid.guid
+        if key in self.schemas:
+            return
+        self.schemas[key] = None
+        if not _noLatest(de):
+            return
+        subject = (de._subject_name_func(ctx, None, de._registry, de._subject_name_conf)
+                   if de._strategy_accepts_client else de._subject_name_func(ctx, None))
+        writerRaw = de._get_writer_schema(sid, subject)  # in the client's cache: the record just read
+        writer = de._get_parsed_schema(writerRaw)
+        if de._schema is not None and de._reader_schema is not None:
+            readerRaw, reader = de._schema, de._reader_schema
+        else:
+            readerRaw, reader = writerRaw, writer
+        if not (_noRules(writerRaw) and _noRules(readerRaw)) or writer == "bytes" or (
+                isinstance(writer, dict) and writer.get("type") == "bytes"):
+            return
+        # fastavro's schemaless_reader drops a reader schema equal to the writer's: None is the same call
+        self.schemas[key] = (writer, None if reader is writer else reader)
 
 
 def _avroSchemaOf(cls) -> str | None:
@@ -509,8 +642,13 @@ class SpecificAvroSerde(GenericAvroSerde):
             return self._schema
         return _avroSchemaOf(type(data))
 
+    def deserialize(self, topic, data):
+        if self._recordClass is None:  # the class comes from the writer schema's name: _read below
+            return _RegistrySerde.deserialize(self, topic, data)
+        return super().deserialize(topic, data)
+
     def _read(self, deserializer, data, topic):
-        value = deserializer(data, self._context(topic))
+        value = GenericAvroSerde._read(self, deserializer, data, topic)
         if self._recordClass is not None:
             return value
         # the class named by the writer schema (SpecificData.getClass)
@@ -546,6 +684,17 @@ class KafkaProtobufSerde(_RegistrySerde):
         self._messageClass = messageClass
         super().__init__(configs, isKey)
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("_messageClass") is not None:  # a upb class does not pickle: its .proto does
+            state["_messageClass"] = _ProtoClassRef(state["_messageClass"])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("_messageClass"), _ProtoClassRef):
+            state["_messageClass"] = state["_messageClass"].resolve()
+        self.__dict__.update(state)
+
     def _configured(self, configs):
         key = f"specific.protobuf.{'key' if self._isKey else 'value'}.type"
         if self._messageClass is None and configs.get(key):
@@ -571,6 +720,68 @@ class KafkaProtobufSerde(_RegistrySerde):
 
     def _recordName(self, data):
         return type(data).DESCRIPTOR.full_name if hasattr(type(data), "DESCRIPTOR") else None
+
+
+_PROTO_CLASSES: dict = {}  # (files, full name) -> the class rebuilt from them, once per process
+_PROTO_LOCK = threading.Lock()
+
+
+class _ProtoClassRef:
+    """A generated Protobuf message class as it travels to a Spark worker: its module and name,
+    and its .proto file with the files it imports (serialized ``FileDescriptorProto``, imports
+    first). ``resolve()`` gives the module's class if the worker can import it and it was built
+    from the same .proto; else a class built from the files in a descriptor pool of its own
+    (``google.protobuf.message_factory.GetMessageClass``): a ``_pb2`` module that exists only on
+    the driver (generated at run time, or not installed on the workers) works on the workers."""
+
+    def __init__(self, cls: type) -> None:
+        self.module, self.qualname = cls.__module__, cls.__qualname__
+        self.fullName = cls.DESCRIPTOR.full_name
+        self.files = _protoFiles(cls.DESCRIPTOR.file)
+
+    def resolve(self) -> type:
+        import importlib
+
+        try:
+            cls = importlib.import_module(self.module)
+            for part in self.qualname.split("."):
+                cls = getattr(cls, part)
+            if cls.DESCRIPTOR.full_name == self.fullName and _protoFiles(cls.DESCRIPTOR.file) == self.files:
+                return cls
+        except Exception:  # not importable here, or another version of it: build it from the files
+            pass
+        key = (tuple(self.files), self.fullName)
+        with _PROTO_LOCK:
+            cls = _PROTO_CLASSES.get(key)
+            if cls is None:
+                from google.protobuf import descriptor_pool, message_factory
+
+                pool = descriptor_pool.DescriptorPool()
+                for data in self.files:
+                    pool.AddSerializedFile(data)
+                cls = _PROTO_CLASSES[key] = message_factory.GetMessageClass(pool.FindMessageTypeByName(self.fullName))
+            return cls
+
+
+def _protoFiles(file) -> list[bytes]:
+    """``file`` (a ``FileDescriptor``) and every file it imports, transitively, as serialized
+    ``FileDescriptorProto``, each after the files it imports."""
+    from google.protobuf import descriptor_pb2
+
+    out, seen = [], set()
+
+    def add(f):
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        for dependency in f.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        f.CopyToProto(proto)
+        out.append(proto.SerializeToString())
+
+    add(file)
+    return out
 
 
 class KafkaJsonSchemaSerde(_RegistrySerde):

@@ -179,6 +179,38 @@ def test_incompatible_schema_on_produce_raises_the_registrys_error_naming_the_su
         GenericAvroSerde(changed, configs=conf, isKey=False).serialize("sr-incompatible", {"code": 1, "close": 1.0})
 
 
+def test_concurrent_first_registrations_of_a_subject_all_get_its_id(schemaRegistry):
+    """Two Spark tasks writing a new topic register its subject at the same time (each Python
+    worker has its own client). Apicurio answers the later ones 409 "already exists" (and may add
+    a version of the same content); the serde asks again and gets the id (a run of
+    bench/ab/avro_vs_json.py failed on it)."""
+    import threading
+
+    conf = {"schema.registry.url": schemaRegistry.url}
+    for round_ in range(3):
+        topic = f"sr-race-{uuid.uuid4().hex[:8]}"
+        serdes = [GenericAvroSerde(PRICE, configs=conf, isKey=False) for _ in range(6)]
+        for s in serdes:  # one client each, as in separate Python workers
+            s._client = lambda: SchemaRegistryClient({"url": schemaRegistry.url})
+        start, out = threading.Barrier(len(serdes)), {}
+
+        def write(i):
+            start.wait()
+            try:
+                out[i] = serdes[i].serialize(topic, {"code": "A", "close": 1.0})
+            except Exception as e:  # noqa: BLE001 - the assertion below shows it
+                out[i] = e
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(len(serdes))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(set(out.values())) == 1 and isinstance(out[0], bytes), out
+        plain = AvroDeserializer(SchemaRegistryClient({"url": schemaRegistry.url}))
+        assert plain(out[0], SerializationContext(topic, MessageField.VALUE)) == {"code": "A", "close": 1.0}
+
+
 def test_flagship_job_on_avro_gives_the_json_runs_signals(spark, kafkaBroker, schemaRegistry, tmp_path, request):
     """examples/valuation_signals.py --kafka --avro: prices, valuations and companies loaded as
     Avro with registered schemas, signals written as Avro and read back by a plain

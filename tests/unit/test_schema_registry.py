@@ -496,3 +496,141 @@ def test_unreachable_registry_fails_the_task_naming_the_url_and_drops_nothing():
             d.createInputTopic("prices", Serdes.String(), Serdes.ByteArray()).pipeInput(
                 "k", b"\x00\x00\x00\x00\x05\x02A", 1)
         assert dropped(d) == {}
+
+
+# ---------------------------------------------------------------- the Avro fast path (issue 35, speed)
+EVERY = {"type": "record", "name": "Every", "namespace": "krx", "fields": [
+    {"name": "code", "type": "string"}, {"name": "close", "type": "double"}, {"name": "n", "type": "long"},
+    {"name": "ok", "type": "boolean"}, {"name": "raw", "type": "bytes"},
+    {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "side", "type": {"type": "enum", "name": "Side", "symbols": ["BUY", "SELL"]}},
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "attrs", "type": {"type": "map", "values": "int"}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+    {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}}]}
+
+
+def everyRecords():
+    import datetime
+    import decimal
+
+    at = datetime.datetime(2024, 1, 2, 9, 0, tzinfo=datetime.timezone.utc)
+    return [{"code": f"c{i}", "close": i / 3, "n": -i * 10**12, "ok": i % 2 == 0, "raw": bytes([i, 0, 255]),
+             "note": None if i % 2 else f"n{i}", "side": "SELL" if i % 3 else "BUY", "tags": ["a"] * (i % 3),
+             "attrs": {"k": i}, "at": at, "amount": decimal.Decimal(f"{i}.25"), "inner": {"x": i}} for i in range(6)]
+
+
+@pytest.fixture
+def confluentReads(monkeypatch):
+    """How many records went through confluent-kafka's AvroDeserializer.__call__ (the general path)."""
+    calls = []
+    general = AvroDeserializer.__call__
+
+    def counted(self, data, ctx=None):
+        calls.append(data)
+        return general(self, data, ctx)
+
+    monkeypatch.setattr(AvroDeserializer, "__call__", counted)
+    return calls
+
+
+def test_avro_fast_path_gives_what_confluent_kafkas_deserializer_gives(url, confluentReads):
+    """The fast path (schema_registry._AvroFastReader) against confluent-kafka's AvroDeserializer on
+    the same bytes: two writer schema ids (v2 adds a field with a default), as value and as key, with
+    and without a reader schema: the same dicts; after the first record of each id, confluent-kafka's
+    path is not taken again."""
+    v2 = {**EVERY, "fields": EVERY["fields"] + [{"name": "market", "type": "string", "default": "KOSPI"}]}
+    records = everyRecords()
+    data = [plainAvroWrite(url, EVERY, "prices", r) for r in records[:3]] + [
+        plainAvroWrite(url, v2, "prices", {**r, "market": "KOSDAQ"}) for r in records[3:]]
+    assert len({d[1:5] for d in data}) == 2
+    expected = [plainAvroRead(url, "prices", d) for d in data]
+    assert expected[3]["market"] == "KOSDAQ" and expected[0]["amount"] == records[0]["amount"]
+    for isKey in (False, True):
+        del confluentReads[:]
+        serde = avro(url, None, isKey=isKey)
+        assert [serde.deserialize("prices", d) for d in data + data] == expected + expected
+        assert confluentReads == [data[0], data[3]]  # one per schema id, then the fast path
+    withReader = GenericAvroSerde(None, v2, conf(url), False)
+    expectedV2 = [AvroDeserializer(registryClient(conf(url)), json.dumps(v2))(d, ctx("prices")) for d in data]
+    assert [r["market"] for r in expectedV2] == ["KOSPI"] * 3 + ["KOSDAQ"] * 3
+    del confluentReads[:]
+    assert [withReader.deserialize("prices", d) for d in data + data] == expectedV2 + expectedV2
+    assert confluentReads == [data[0], data[3]]
+    # bad bytes after the id was learnt: confluent-kafka's path and its error, as on the first record
+    cut = data[1][:-3]
+    with pytest.raises(SerializationException, match="schema id 1"):
+        withReader.deserialize("prices", cut)
+    assert confluentReads[-1] == cut
+
+
+def test_avro_fast_path_is_not_taken_for_a_schema_with_rules_or_latest_version(url, confluentReads):
+    """A writer schema with a rule set (here a domain rule whose executor is missing: confluent-kafka
+    fails every record on it) and use.latest.version=true keep confluent-kafka's path for every record."""
+    from confluent_kafka.schema_registry import Rule, RuleKind, RuleMode, RuleSet
+
+    client = registryClient(conf(url))
+    ruled = Schema(json.dumps(PRICE), "AVRO", rule_set=RuleSet(migration_rules=None, domain_rules=[Rule(
+        "check", None, RuleKind.CONDITION, RuleMode.READ, "NO-SUCH-EXECUTOR", None, None, None, None, None, False)]))
+    sid = client.register_schema("ruled-value", ruled)
+    data = SchemaId("AVRO", sid).id_to_bytes() + fastavro_bytes(PRICE, {"code": "A", "close": 1.0})
+    serde = avro(url, None)
+    for _ in range(2):
+        with pytest.raises(SerializationException, match=rf"schema id {sid}: SerializationError"):
+            serde.deserialize("ruled", data)
+    assert confluentReads == [data, data]
+    latest = avro(url, None, **{"use.latest.version": True})
+    plain = plainAvroWrite(url, PRICE, "prices", {"code": "B", "close": 2.0})
+    del confluentReads[:]
+    assert [latest.deserialize("prices", plain) for _ in range(3)] == [{"code": "B", "close": 2.0}] * 3
+    assert confluentReads == [plain] * 3
+
+
+def fastavro_bytes(schema, value):
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
+    return out.getvalue()
+
+
+def test_protobuf_serde_pickles_its_class_as_proto_files_for_a_process_without_the_module(url, tmp_path):
+    """A upb message class does not pickle, and a ``_pb2`` module generated at run time is not on a
+    Spark worker's path: the serde ships the .proto files (with the imported well-known type) and a
+    fresh Python process (no kspark test paths, no such module) rebuilds the class from them; the
+    message it builds has the same bytes as the driver's. In this process the module's class itself
+    comes back."""
+    import os
+    import pickle
+    import subprocess
+    from pathlib import Path
+
+    import grpc_tools
+    from grpc_tools import protoc
+    from pyspark import cloudpickle
+
+    (tmp_path / "ksp_ship.proto").write_text(
+        'syntax = "proto3";\npackage kspship;\nimport "google/protobuf/timestamp.proto";\n'
+        "message Tick {\n  string code = 1;\n  google.protobuf.Timestamp at = 2;\n"
+        "  message Venue { string name = 1; }\n  Venue venue = 3;\n}\n")
+    include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}",
+                        str(tmp_path / "ksp_ship.proto")]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import ksp_ship_pb2
+    finally:
+        sys.path.remove(str(tmp_path))
+    Tick = ksp_ship_pb2.Tick
+    shipped = cloudpickle.dumps(KafkaProtobufSerde(Tick, configs=conf(url), isKey=False))
+    assert pickle.loads(shipped)._messageClass is Tick
+    expected = Tick(code="A", venue=Tick.Venue(name="KRX"))
+    expected.at.seconds = 60
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = ("import pickle, sys; sys.path.insert(0, %r); cls = pickle.loads(sys.stdin.buffer.read())._messageClass\n"
+            "t = cls(code='A', venue=cls.Venue(name='KRX')); t.at.seconds = 60\n"
+            "assert 'ksp_ship_pb2' not in sys.modules\n"
+            "sys.stdout.write(cls.DESCRIPTOR.full_name + ' ' + t.SerializeToString().hex())" % src)
+    done = subprocess.run([sys.executable, "-c", code], input=shipped, capture_output=True, cwd=tmp_path.parent,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "kspship.Tick " + expected.SerializeToString().hex()
