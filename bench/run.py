@@ -44,7 +44,7 @@ Benchmarks (comparison systems run in the same process, on the same input):
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
-200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p4;
+200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p2-java,p4;
 P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
 ``--p5-load-batch-records``, ``--p5-timeout``,
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
@@ -637,6 +637,55 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
         m[4]["signals_emitted"] = sum(topics.read("signals", p, 0, end).num_rows for p, end in topics.endOffsets("signals").items())
     on = " over Kafka topics (local broker, exactly_once_v2)" if broker else ""
     return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]{on}", m, cores)
+
+
+def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker) -> list[dict]:
+    """P2 against Java (issue 34): the flagship example on Kafka topics of ``broker``, kspark on
+    Spark ``local[2]`` (as P2-kafka) and its Java port (bench/java/bench/Flagship.java: Kafka
+    Streams 4.3.1, 2 stream threads, exactly_once_v2, max.task.idle.ms 5000) on the same input
+    topics, one after the other. kspark's clock as P2's (CPU of this process tree without the
+    broker); Java's from ``KafkaStreams.start()`` until its committed offsets reach the ends of
+    prices and valuations (inside the JVM). Both signal topics are read back ``read_committed``
+    and must have the same records (count and digest, per partition in offset order, as P4)."""
+    import valuation_signals as vs
+
+    from kspark import KafkaStreams
+    from kspark.topics import openTopics
+
+    work = work / "p2-java"
+    topics = openTopics({"bootstrap.servers": broker.bootstrapServers})
+    vs.loadTopics(topics, prices, valuations)
+    topics.createTopic("signals-java", vs.SIGNAL_PARTITIONS)
+    config = {"application.id": "bench-p2-kspark", "state.dir": str(work / "state"),
+              "kspark.max.records.per.trigger": BATCH_RECORDS, "bootstrap.servers": broker.bootstrapServers,
+              "processing.guarantee": "exactly_once_v2"}
+    records = len(prices) + len(valuations)
+
+    def run():
+        streams = KafkaStreams(vs.buildTopology(), config, spark=spark)
+        streams.start()
+        streams.awaitTermination()
+        streams.close()
+        return records, {}
+
+    note(f"P2-java: {len(prices)} prices loaded; kspark run")
+    m = measured(run, exclude=(broker.pid,))
+    note(f"P2-java: kspark {m[1]:.1f} s; Java run")
+    load = os.getloadavg()[0]
+    [java] = runJava("bench.Flagship", f"bootstrap={broker.bootstrapServers}", "appId=bench-p2-java",
+                     f"stateDir={work / 'java-state'}", "signals=signals-java")
+    ksparkCount, ksparkDigest = _topicDigest(topics, "signals")
+    javaCount, javaDigest = _topicDigest(topics, "signals-java")
+    checkSameOutput("P2-java", ksparkCount, ksparkDigest, javaCount, javaDigest)
+    rows = [_report("P2 kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2", (
+        *m[:4], {"signals_emitted": ksparkCount, "digest": ksparkDigest, "max_records_per_batch": BATCH_RECORDS}), 2)]
+    rows.append(javaResult("P2-java Kafka Streams 4.3.1 valuation pipeline (bench/java/bench/Flagship.java), "
+                           "2 stream threads, exactly_once_v2", java, load, signals_emitted=javaCount,
+                           digest=javaDigest))
+    rows[0]["kspark_vs_java"] = round(rows[0]["records_per_s"] / rows[1]["records_per_s"], 2)
+    print(json.dumps({"benchmark": "P2 vs Java", "kspark_vs_java_records_per_s": rows[0]["kspark_vs_java"],
+                      "outputs_equal": True, "signals_emitted": ksparkCount}), flush=True)
+    return rows
 
 
 def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSeconds: float) -> list[dict]:
@@ -1685,7 +1734,7 @@ def main(argv=None) -> int:
             cogroupBench(events)
             fkJoinBench(events)
             versionedJoinBench(events)
-    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p2-kafka", "p4"} or args.scaling or args.cores
+    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p2-kafka", "p2-java", "p4"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)
         if only & {"p1", "p1-native", "p1-kafka"}:
@@ -1705,7 +1754,7 @@ def main(argv=None) -> int:
             with KafkaBroker(args.work / "kafka-p4", heapMb=1024) as broker:
                 p4(inputs.nasaRequests(args.p4_records), args.work, spark, broker, args.p4_trigger,
                    [int(r) for r in str(args.p4_live_rate).split(",")], args.p4_live_seconds)
-        if only & {"p2", "p2-kafka"}:
+        if only & {"p2", "p2-kafka", "p2-java"}:
             prices, valuations = inputs.krxInputs(args.p2_records)
             if "p2" in only:
                 p2(prices, valuations, args.work, spark, 2)
@@ -1714,6 +1763,11 @@ def main(argv=None) -> int:
 
                 with KafkaBroker(args.work / "kafka-p2") as broker:
                     p2(prices, valuations, args.work, spark, 2, broker=broker)
+            if "p2-java" in only:  # issue 34: kspark against the flagship's Java port, same broker and input
+                from kspark.testing import KafkaBroker
+
+                with KafkaBroker(args.work / "kafka-p2-java") as broker:
+                    p2Java(prices, valuations, args.work, spark, broker)
         if args.scaling:
             for n in (1_000_000, 3_000_000, 10_000_000):
                 p1(inputs.nasaRequests(n), args.work, spark, 2, " (scaling)")
