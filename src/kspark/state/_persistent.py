@@ -191,6 +191,26 @@ class PersistentKeyValueStore(KeyValueStore):
         raw = self._backend.get(kb)
         return None if raw is None else self._decode(kb, raw)
 
+    def _prefill(self, keys: list) -> int:
+        """Cache fill: load the entries of ``keys`` (store key bytes; None and repeats allowed)
+        that the working set has not loaded yet, with one RocksDB ``MultiGet`` instead of a
+        point read at each key's first access. Returns how many keys were read.
+
+        Exact by construction: a key gets the entry its first access would load (``_load``: the
+        same database, the same decoding), and keys already in the working set (loaded, or
+        written by this batch) are left alone. Call it before the batch writes the database,
+        i.e. after the store is open (pending writes reconciled or restored) and before the flush."""
+        data = self._data
+        if self._backend.empty or type(data) is not WorkingSet:
+            return 0
+        missing = [kb for kb in dict.fromkeys(keys) if kb is not None and dict.get(data, kb, _MISSING) is _MISSING]
+        if not missing:
+            return 0
+        decode, setEntry = self._decode, dict.__setitem__
+        for kb, raw in zip(missing, self._backend.multiGet(missing)):
+            setEntry(data, kb, _ABSENT if raw is None else decode(kb, raw))
+        return len(missing)
+
     def _decode(self, kb: bytes, raw: bytes) -> tuple:
         key = self._keySerde.deserialize(self._serdeTopic, kb)
         if self._timestamped:
@@ -577,6 +597,10 @@ class _Backend:
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(self.prefix + key)
+
+    def multiGet(self, keys: list[bytes]) -> list[bytes | None]:
+        prefix = self.prefix
+        return self.db.multiGet([prefix + k for k in keys])
 
     def write(self, writes: list[tuple[bytes, bytes | None]]) -> None:
         prefix = self.prefix
