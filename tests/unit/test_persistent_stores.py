@@ -548,3 +548,46 @@ def test_local_changelogs_drop_what_the_kept_snapshots_hold_and_restore_stays_ex
     with pytest.raises(StreamsException, match=rf"app-s-changelog-0 below offset {oldest} were deleted"):
         restoreSnapshot(state, root, "app", "0_0", CKPT, 12)
     state.close()
+
+
+def test_the_flush_of_long_values_writes_what_the_general_path_writes(tmp_path):
+    """The flush's fast path for a timestamped store of Serdes.Long() values (a count) against the
+    general path (taken for any other serde type, here a subclass of Long's): the same database
+    writes and changelog records (Kafka's ValueAndTimestamp layout, rule T-17 timestamps), and the
+    same error for a value Long cannot hold."""
+    from kspark.errors import StreamsException
+    from kspark.serialization import _LongSerde
+
+    class SubLong(_LongSerde):
+        pass
+
+    def flushed(valueSerde, puts, name):
+        supplier = Stores.persistentTimestampedKeyValueStore("s")
+        store = Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.String(), valueSerde).build()
+        state = taskState(tmp_path / name, [store])
+        state.open(CKPT, None)
+        for key, value in puts:
+            store.put(key, value)
+        try:
+            records = state.flush("v1", 0, 77, CKPT)
+            pending = sorted(state.db.items(b"\x00pend", b"\x00pene"))
+        finally:
+            state.close()
+        return sorted(records), pending
+
+    puts = [("a", ValueAndTimestamp(1, 10)), ("b", ValueAndTimestamp(-(2 ** 63), 0)), ("c", ValueAndTimestamp(2 ** 63 - 1, -5)),
+            ("e", None), ("a", ValueAndTimestamp(2, 12))]
+    fast, general = flushed(Serdes.Long(), puts, "fast"), flushed(SubLong(), puts, "general")
+    assert fast == general
+    records, pending = fast
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == [
+        (b"a", struct.pack(">q", 2), 12), (b"b", struct.pack(">q", -(2 ** 63)), 0), (b"c", struct.pack(">q", 2 ** 63 - 1), -5),
+        (b"e", None, 77)]
+    assert pending[0] == (b"\x00pendss\x00a", b"\x01" + struct.pack(">qq", 12, 2))
+    for bad in (2 ** 63, True):  # out of range; a bool, which Serdes.Long() refuses
+        errors = []
+        for serde, name in ((Serdes.Long(), f"fast-{bad}"), (SubLong(), f"general-{bad}")):
+            with pytest.raises(StreamsException) as raised:
+                flushed(serde, [("bad", ValueAndTimestamp(bad, 1))], name)
+            errors.append(str(raised.value).replace("SubLong", "_LongSerde"))
+        assert errors[0] == errors[1] and errors[0].startswith(f"Store s: the value serde _LongSerde cannot serialize {bad!r}")

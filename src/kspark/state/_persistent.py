@@ -244,16 +244,35 @@ class PersistentKeyValueStore(KeyValueStore):
         ``ChangeLogging(Timestamped)KeyValueBytesStore`` logs them: the value's bytes (a
         timestamped store's without its timestamp, which becomes the record's timestamp); other
         records (and deletes) carry the task's stream time, kspark's record context at a commit."""
+        from ..serialization import _LongSerde
+
         data, prefix = self._data, self._backend.prefix
         timestamped = self._timestamped
+        # Fast path, a timestamped store of Serdes.Long() values (count): an int value's bytes are
+        # struct ">q" (the serde's own packing), the database value and the changelog record are
+        # built inline; the same bytes and records as the general path below, which takes every
+        # other value (and an int out of range, whose error it raises). Both: tests/unit/test_persistent_stores.py
+        longValues = timestamped and type(self._valueSerde) is _LongSerde
+        writes, records, pack = changes.writes, changes.records, _LONG.pack
         for kb in data.dirty:
             entry = dict.get(data, kb)
             if entry is _ABSENT:
-                changes.writes.append((prefix + kb, None))
+                writes.append((prefix + kb, None))
                 if logged:
-                    changes.records.append(keyValueRecord(kb, None, streamTime))
+                    records.append(keyValueRecord(kb, None, streamTime))
                 continue
-            raw, timestamp = self._encode(entry[1])
+            stored = entry[1]
+            if longValues and type(stored) is ValueAndTimestamp and type(stored[0]) is int:
+                try:
+                    valueBytes = pack(stored[0])
+                except struct.error:
+                    pass
+                else:
+                    writes.append((prefix + kb, pack(stored[1]) + valueBytes))
+                    if logged:
+                        records.append(ChangelogRecord(kb, valueBytes, stored[1]))
+                    continue
+            raw, timestamp = self._encode(stored)
             changes.writes.append((prefix + kb, raw))
             if not logged:
                 continue
