@@ -163,7 +163,13 @@ class TaskStatefulProcessor(StatefulProcessor):
         initialized = time.perf_counter()
         # one RocksDB MultiGet per store for the batch's keys, before the records read them one
         # at a time (a cache fill, exact whatever the keys: StreamTask.prefillStores)
-        prefilled = task.prefillStores() if stores is not None and plan.get("storePrefill", True) else 0
+        prefilled = 0
+        if stores is not None and plan.get("storePrefill", True):
+            try:
+                prefilled = task.prefillStores()
+            except BaseException:
+                stores.close()
+                raise
         converted = time.perf_counter()
         staging = plan.get("staging")
         stager = None
