@@ -46,7 +46,7 @@ Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (pr
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
 200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p2-java,p4;
 P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
-``--p5-load-batch-records``, ``--p5-timeout``,
+``--p5-load-batch-records``, ``--p5-timeout``, ``--p5-config KEY=VALUE`` (repeatable: a config of kspark's P5 application),
 ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
@@ -1241,6 +1241,10 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         ts = np.arange(P5_TS0, P5_TS0 + n + len(steadyIds), dtype=np.int64)
         appId = f"bench-p5-{'kafka' if broker else 'local'}-{n}"
         config = {"application.id": appId, "state.dir": str(work / "state"), "statestore.cache.max.bytes": 0}
+        extra = dict(item.split("=", 1) for item in args.p5_config)
+        config.update(extra)
+        if extra:
+            out["config"] = extra
         out["kspark_store_dir"] = _ksparkStoreDir(config, work / "store")
         if broker is not None:
             config.update({"bootstrap.servers": broker["bootstrap"], "processing.guarantee": "exactly_once_v2"})
@@ -1581,6 +1585,8 @@ def p5(args, only: set) -> list[dict]:
                 cmd = [sys.executable, str(Path(__file__).resolve()), "--p5-child", system, "--p5-keys", str(n),
                        "--p5-batches", str(args.p5_batches), "--p5-batch-records", str(args.p5_batch_records),
                        "--p5-load-batch-records", str(args.p5_load_batch_records), "--work", str(work)]
+                for item in args.p5_config:
+                    cmd += ["--p5-config", item]
                 if broker is not None and system in ("p5-kafka", "p5-java"):
                     cmd += ["--p5-broker", f"{broker.bootstrapServers},{broker.pid},{broker.logDir}"]
                 log = args.work / f"p5-{system}-{n}.log"
@@ -1695,6 +1701,8 @@ def main(argv=None) -> int:
                         help="P5: records per micro-batch of the load run (the N keys, each once)")
     parser.add_argument("--p5-timeout", type=float, default=1800,
                         help="P5: seconds one system at one N may take before its process tree is killed")
+    parser.add_argument("--p5-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="P5: a config of kspark's application (repeatable), e.g. kspark.store.prefill=false for an A/B")
     parser.add_argument("--p5-child", help=argparse.SUPPRESS)  # run.py's own P5 child processes
     parser.add_argument("--p5-broker", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, default=Path("work/bench"))

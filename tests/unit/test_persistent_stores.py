@@ -6,6 +6,7 @@ batches (rules E-2, T-17)."""
 import copy
 import os
 import random
+import shutil
 import struct
 
 import pyarrow as pa
@@ -467,6 +468,126 @@ def test_a_restore_on_local_topics_starts_from_the_newest_snapshot_and_reads_onl
     read = restoreStores(state, topics, 0, CKPT, 8, localTopics=True, taskId="0_0", startOffsets=offsets)
     state.restored(CKPT, committed)
     assert read == 8 * 20 - offsets["app-s-changelog"] < 8 * 20  # the tail only
-    assert len(os.listdir(tmp_path / "topics" / "~stores" / "app" / "0_0")) <= 2  # older snapshots are deleted
+    snapshotDirs = [n for n in os.listdir(tmp_path / "topics" / "~stores" / "app" / "0_0") if not n.startswith("~")]
+    assert len(snapshotDirs) <= 2  # older snapshots are deleted
     assert [(kv.key, kv.value) for kv in moved.all()] == expected
     state.close()
+
+
+def test_local_changelogs_drop_what_the_kept_snapshots_hold_and_restore_stays_exact(tmp_path, monkeypatch):
+    """Issue 32: a restore costs in proportion to the live state, and so do the local changelogs on
+    disk: once two snapshots are kept, the changelog segments below the older one's offsets are
+    deleted (Kafka compacts its changelogs; local topics delete what snapshots hold, KIP-107's
+    deleteRecords). The records after the snapshots stay, a restore gives the exact stores, and a
+    restore that would need deleted records fails naming them."""
+    from kspark.errors import StreamsException
+    from kspark.state import _snapshots
+    from kspark.state._snapshots import _snapshots as snapshotsOf
+    from kspark.state._snapshots import maybeSnapshot, restoreSnapshot, snapshotRoot
+
+    monkeypatch.setattr(_snapshots, "_MIN_RECORDS", 50)
+    monkeypatch.setattr(TaskStateDB, "estimatedKeys", lambda self: 20)  # as in the test above
+    root = str(tmp_path / "topics")
+    topics = LocalTopics(root)
+    topics.createTopic("app-s-changelog", 1)
+    store = kvStore()
+    state = taskState(tmp_path / "executor-1", [store])
+    committed, appended = None, []
+    for batch in range(12):
+        if state.open(CKPT, committed) and committed is not None:
+            maybeSnapshot(state, topics, root, "app", "0_0", 0, CKPT, batch, committed)
+        for i in range(30):
+            store.put(f"k{(batch * 30 + i) % 20:02d}", batch * 100 + i)
+        records = state.flush(f"v{batch}", batch, batch, CKPT)
+        state.close()
+        table = pa.table({"timestamp": [t for _, _, _, t, _ in records], "key": [k for _, k, _, _, _ in records],
+                          "value": [v for _, _, v, _, _ in records], "headers": [encodeHeaders(h) for *_, h in records]})
+        topics.append("app-s-changelog", 0, table)
+        appended += list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+        committed = f"v{batch}"
+    expected = [(kv.key, kv.value) for kv in (state.open(CKPT, committed), store.all())[1]]
+    state.close()
+    assert expected == [(f"k{k:02d}", 1110 + k) for k in range(20)]  # batch 11 wrote every key last
+
+    kept = snapshotsOf(snapshotRoot(root, "app", "0_0"), CKPT)
+    assert len(kept) == 2
+    newest, oldest = kept[0][2]["offsets"]["app-s-changelog"], kept[1][2]["offsets"]["app-s-changelog"]
+    end = topics.endOffset("app-s-changelog", 0)
+    assert end == 12 * 20 and 0 < oldest < newest < end
+    # whole segments (one per batch, 20 records each) below the older kept snapshot are gone
+    assert topics.beginningOffsets("app-s-changelog") == {0: oldest}
+    segments = sorted(n for n in os.listdir(tmp_path / "topics" / "app-s-changelog" / "0") if n.endswith(".arrow"))
+    assert segments == [f"{o:020d}.arrow" for o in range(oldest, end, 20)]
+    # the records after it are kept, as appended
+    tail = topics.read("app-s-changelog", 0, oldest, end)
+    assert list(zip(tail.column("key").to_pylist(), tail.column("value").to_pylist())) == appended[oldest:]
+
+    moved = kvStore()
+    state = taskState(tmp_path / "executor-2", [moved])
+    assert state.open(CKPT, committed) is False
+    offsets = restoreSnapshot(state, root, "app", "0_0", CKPT, 12)
+    assert offsets["app-s-changelog"] == newest
+    read = restoreStores(state, topics, 0, CKPT, 12, localTopics=True, taskId="0_0", startOffsets=offsets)
+    state.restored(CKPT, committed)
+    assert read == end - newest
+    assert [(kv.key, kv.value) for kv in moved.all()] == expected
+    state.close()
+
+    # another checkpoint (a new state.dir) reads its own records only: the deletion is not its concern
+    other = kvStore()
+    state = taskState(tmp_path / "executor-3", [other])
+    assert state.open("ckpt-2", None) is False
+    assert restoreSnapshot(state, root, "app", "0_0", "ckpt-2", 0) == {}
+    state.close()
+    # the snapshots lost: the changelog alone no longer holds the stores, and a restore says so
+    for _, path, _ in kept:
+        shutil.rmtree(path)
+    lost = kvStore()
+    state = taskState(tmp_path / "executor-4", [lost])
+    assert state.open(CKPT, committed) is False
+    with pytest.raises(StreamsException, match=rf"app-s-changelog-0 below offset {oldest} were deleted"):
+        restoreSnapshot(state, root, "app", "0_0", CKPT, 12)
+    state.close()
+
+
+def test_the_flush_of_long_values_writes_what_the_general_path_writes(tmp_path):
+    """The flush's fast path for a timestamped store of Serdes.Long() values (a count) against the
+    general path (taken for any other serde type, here a subclass of Long's): the same database
+    writes and changelog records (Kafka's ValueAndTimestamp layout, rule T-17 timestamps), and the
+    same error for a value Long cannot hold."""
+    from kspark.errors import StreamsException
+    from kspark.serialization import _LongSerde
+
+    class SubLong(_LongSerde):
+        pass
+
+    def flushed(valueSerde, puts, name):
+        supplier = Stores.persistentTimestampedKeyValueStore("s")
+        store = Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.String(), valueSerde).build()
+        state = taskState(tmp_path / name, [store])
+        state.open(CKPT, None)
+        for key, value in puts:
+            store.put(key, value)
+        try:
+            records = state.flush("v1", 0, 77, CKPT)
+            pending = sorted(state.db.items(b"\x00pend", b"\x00pene"))
+        finally:
+            state.close()
+        return sorted(records), pending
+
+    puts = [("a", ValueAndTimestamp(1, 10)), ("b", ValueAndTimestamp(-(2 ** 63), 0)), ("c", ValueAndTimestamp(2 ** 63 - 1, -5)),
+            ("e", None), ("a", ValueAndTimestamp(2, 12))]
+    fast, general = flushed(Serdes.Long(), puts, "fast"), flushed(SubLong(), puts, "general")
+    assert fast == general
+    records, pending = fast
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == [
+        (b"a", struct.pack(">q", 2), 12), (b"b", struct.pack(">q", -(2 ** 63)), 0), (b"c", struct.pack(">q", 2 ** 63 - 1), -5),
+        (b"e", None, 77)]
+    assert pending[0] == (b"\x00pendss\x00a", b"\x01" + struct.pack(">qq", 12, 2))
+    for bad in (2 ** 63, True):  # out of range; a bool, which Serdes.Long() refuses
+        errors = []
+        for serde, name in ((Serdes.Long(), f"fast-{bad}"), (SubLong(), f"general-{bad}")):
+            with pytest.raises(StreamsException) as raised:
+                flushed(serde, [("bad", ValueAndTimestamp(bad, 1))], name)
+            errors.append(str(raised.value).replace("SubLong", "_LongSerde"))
+        assert errors[0] == errors[1] and errors[0].startswith(f"Store s: the value serde _LongSerde cannot serialize {bad!r}")

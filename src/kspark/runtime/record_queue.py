@@ -186,6 +186,14 @@ class RecordQueue:
     def size(self) -> int:
         return len(self._raw) + (self.head is not None) + sum(len(c) - start for c, start in self._columns)
 
+    def pendingRawKeys(self) -> list:
+        """The serialized keys (bytes or None) of the records added and not yet taken to the head,
+        in offset order (a host's cache fill before processing, ``StreamTask.prefillStores``)."""
+        keys = [r[2] for r in self._raw]
+        for columns, start in self._columns:
+            keys += columns.keys.slice(start).to_pylist()
+        return keys
+
     def poll(self) -> StampedRecord:
         record = self.head
         self.head = self._headRaw = None

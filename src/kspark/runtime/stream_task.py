@@ -597,6 +597,7 @@ class StreamTask:
         self._cancellables: dict[tuple, Cancellable] = {}
         self._restoredSchedules: dict[tuple, int] = {}  # schedule key -> next fire time, from a checkpoint
         self._fastPath = None  # set by initialize(), see _buildFastPath
+        self._prefillPlan = None  # set by the first prefillStores()
         self._streamTimeHeap = self._queues[PunctuationType.STREAM_TIME]._heap  # empty: nothing scheduled
 
     # ------------------------------------------------------------------ node behaviour
@@ -767,6 +768,60 @@ class StreamTask:
         node = source.children[0]
         factory = getattr(node.processor, "fastPath", None)
         return None if factory is None else factory(self, source, node, queue)
+
+    def prefillStores(self) -> int:
+        """Cache fill before a batch is processed (kspark internal, the Spark host's persistent
+        stores): each store that a processor reads and writes under the key of the records of a
+        source loads the entries of the queued records' keys in one read (``_prefill``, one
+        RocksDB ``MultiGet``) instead of one point read per key at its first access. Returns the
+        keys read.
+
+        Exact whatever the keys: a fill only loads entries the batch's own reads would load,
+        never over an entry already loaded or written (``PersistentKeyValueStore._prefill``), so
+        a wrong or missing key costs a read, not a result. The conditions only pick the stores
+        where the record's serialized key *is* the store key (hits):
+        - the source's records reach the processor through nodes that forward the record's key
+          unchanged: a chain of single-child nodes whose processors have ``fusedStep`` (its
+          contract: the same key; see ``_fuseChains``);
+        - the processor declares ``storeKeyedByRecordKey()`` (``KStreamAggregate``: count,
+          reduce, aggregate of ``groupByKey`` or after a repartition topic's source);
+        - the store has ``_prefill`` (a persistent key-value store) and its key serde is of the
+          source's key serde's built-in type whose bytes round-trip (String, Long, Integer,
+          Short, ByteArray, Bytes): ``serialize(deserialize(b)) == b``.
+        """
+        plan = self._prefillPlan
+        if plan is None:
+            plan = self._prefillPlan = self._buildPrefillPlan()
+        n = 0
+        for queue, stores in plan:
+            if queue.size():
+                keys = queue.pendingRawKeys()
+                for store in stores:
+                    n += store._prefill(keys)
+        return n
+
+    def _buildPrefillPlan(self) -> list:
+        from ..serialization import _ByteArraySerde, _BytesSerde, _IntegerSerde, _LongSerde, _ShortSerde, _StringSerde
+
+        roundTrip = (_ByteArraySerde, _BytesSerde, _IntegerSerde, _LongSerde, _ShortSerde, _StringSerde)
+        plan = []
+        for queue in self.partitionGroup.queues:
+            if queue.isGlobal or type(queue._keySerde) not in roundTrip:
+                continue
+            stores, node = [], queue.sourceNode
+            while len(node.children) == 1:
+                node = node.children[0]
+                named = getattr(node.processor, "storeKeyedByRecordKey", None)
+                if named is not None:
+                    store = self.stores.get(named())
+                    if hasattr(store, "_prefill") and type(store._keySerde) is type(queue._keySerde):
+                        stores.append(store)
+                    break
+                if getattr(node.processor, "fusedStep", None) is None:
+                    break
+            if stores:
+                plan.append((queue, stores))
+        return plan
 
     def _fuseChains(self) -> None:
         """Give each source node whose records pass through a chain of built-in processors one

@@ -498,6 +498,7 @@ class KafkaStreams:
                 "numTasks": numTasks,
                 "storeMemoryBytes": self._config.get(StreamsConfig.STORE_MEMORY_BYTES_CONFIG),
                 "storeCacheEntries": self._config.get(StreamsConfig.STORE_CACHE_MAX_ENTRIES_CONFIG),
+                "storePrefill": self._config.get(StreamsConfig.STORE_PREFILL_CONFIG),
                 "applicationId": self._appId,
                 "runId": runId,
                 # every task runs the global stores' nodes too (kspark.runtime.global_state)

@@ -191,6 +191,26 @@ class PersistentKeyValueStore(KeyValueStore):
         raw = self._backend.get(kb)
         return None if raw is None else self._decode(kb, raw)
 
+    def _prefill(self, keys: list) -> int:
+        """Cache fill: load the entries of ``keys`` (store key bytes; None and repeats allowed)
+        that the working set has not loaded yet, with one RocksDB ``MultiGet`` instead of a
+        point read at each key's first access. Returns how many keys were read.
+
+        Exact by construction: a key gets the entry its first access would load (``_load``: the
+        same database, the same decoding), and keys already in the working set (loaded, or
+        written by this batch) are left alone. Call it before the batch writes the database,
+        i.e. after the store is open (pending writes reconciled or restored) and before the flush."""
+        data = self._data
+        if self._backend.empty or type(data) is not WorkingSet:
+            return 0
+        missing = [kb for kb in dict.fromkeys(keys) if kb is not None and dict.get(data, kb, _MISSING) is _MISSING]
+        if not missing:
+            return 0
+        decode, setEntry = self._decode, dict.__setitem__
+        for kb, raw in zip(missing, self._backend.multiGet(missing)):
+            setEntry(data, kb, _ABSENT if raw is None else decode(kb, raw))
+        return len(missing)
+
     def _decode(self, kb: bytes, raw: bytes) -> tuple:
         key = self._keySerde.deserialize(self._serdeTopic, kb)
         if self._timestamped:
@@ -224,16 +244,35 @@ class PersistentKeyValueStore(KeyValueStore):
         ``ChangeLogging(Timestamped)KeyValueBytesStore`` logs them: the value's bytes (a
         timestamped store's without its timestamp, which becomes the record's timestamp); other
         records (and deletes) carry the task's stream time, kspark's record context at a commit."""
+        from ..serialization import _LongSerde
+
         data, prefix = self._data, self._backend.prefix
         timestamped = self._timestamped
+        # Fast path, a timestamped store of Serdes.Long() values (count): an int value's bytes are
+        # struct ">q" (the serde's own packing), the database value and the changelog record are
+        # built inline; the same bytes and records as the general path below, which takes every
+        # other value (and an int out of range, whose error it raises). Both: tests/unit/test_persistent_stores.py
+        longValues = timestamped and type(self._valueSerde) is _LongSerde
+        writes, records, pack = changes.writes, changes.records, _LONG.pack
         for kb in data.dirty:
             entry = dict.get(data, kb)
             if entry is _ABSENT:
-                changes.writes.append((prefix + kb, None))
+                writes.append((prefix + kb, None))
                 if logged:
-                    changes.records.append(keyValueRecord(kb, None, streamTime))
+                    records.append(keyValueRecord(kb, None, streamTime))
                 continue
-            raw, timestamp = self._encode(entry[1])
+            stored = entry[1]
+            if longValues and type(stored) is ValueAndTimestamp and type(stored[0]) is int:
+                try:
+                    valueBytes = pack(stored[0])
+                except struct.error:
+                    pass
+                else:
+                    writes.append((prefix + kb, pack(stored[1]) + valueBytes))
+                    if logged:
+                        records.append(ChangelogRecord(kb, valueBytes, stored[1]))
+                    continue
+            raw, timestamp = self._encode(stored)
             changes.writes.append((prefix + kb, raw))
             if not logged:
                 continue
@@ -577,6 +616,10 @@ class _Backend:
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(self.prefix + key)
+
+    def multiGet(self, keys: list[bytes]) -> list[bytes | None]:
+        prefix = self.prefix
+        return self.db.multiGet([prefix + k for k in keys])
 
     def write(self, writes: list[tuple[bytes, bytes | None]]) -> None:
         prefix = self.prefix

@@ -241,6 +241,10 @@ class TaskStateDB:
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
 
+    def multiGet(self, keys: list[bytes]) -> list[bytes | None]:
+        """The values of ``keys`` (None: absent) in one RocksDB ``MultiGet``."""
+        return self.db.get(keys) if keys else []
+
     def write(self, puts: list[tuple[bytes, bytes | None]]) -> None:
         """Write store entries directly (a restore), in one atomic batch."""
         import rocksdict

@@ -2,7 +2,7 @@
 proportion to the live state, not to the history.
 
 Kafka compacts changelog topics (``cleanup.policy=compact``); kspark's local topics are
-append-only logs with dense offsets, which cannot be compacted in place. Instead, when a
+append-only logs with dense offsets, which are not compacted in place. Instead, when a
 task's changelogs have grown by more records since its last snapshot than its store holds
 (so a snapshot costs at most as much as the records it saves a restore from reading), the task
 copies its RocksDB (a RocksDB checkpoint: hard links where the filesystems allow) to
@@ -11,6 +11,15 @@ copies its RocksDB (a RocksDB checkpoint: hard links where the filesystems allow
 partition's end offset then (and each global partition's position, for the global stores). A
 restore starts from the newest snapshot of its checkpoint and reads only the changelog (and
 global topic) records after those offsets.
+
+The changelog records that every kept snapshot covers are then deleted (``LocalTopics.
+deleteRecords`` below the oldest kept snapshot's offsets, whole segments), so a changelog's
+bytes on disk follow the live state too: at most the records since the older of the two kept
+snapshots (about twice the store's entries, or ``_MIN_RECORDS``) plus a segment. Before it deletes, the task
+records the checkpoint and offsets in ``<snapshot root>/~truncated.json``: a restore of that
+checkpoint that finds no snapshot to start from (none kept older than the batch it restores for)
+then fails naming the changelog offsets (:func:`restoreSnapshot`) rather than restore a part. The
+global topics are the application's input, never deleted from.
 
 A snapshot is taken at the start of a micro-batch, when the database holds exactly the stores of
 the previous committed batch, and only if no changelog holds records of that batch or a later one
@@ -36,6 +45,7 @@ __all__ = ["maybeSnapshot", "restoreSnapshot", "snapshotRoot"]
 
 _KEEP = 2  # snapshots kept per task: the newest, and the one before it while the newest is new
 _MIN_RECORDS = 10_000  # changelog records since the last snapshot before a snapshot is considered
+_TRUNCATED = "~truncated.json"  # the checkpoint whose changelog records below its offsets were deleted
 
 
 def snapshotRoot(topicsRoot: str, applicationId: str, taskId: str) -> str:
@@ -102,19 +112,59 @@ def maybeSnapshot(state: PersistentTaskState, topics, topicsRoot: str, applicati
     for name in os.listdir(root):  # other checkpoints' snapshots, leftovers of killed copies
         if not name.startswith(checkpointId) and not name.startswith("~"):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    kept = _snapshots(root, checkpointId)
+    if len(kept) == _KEEP:  # the changelog records every kept snapshot holds: not needed by any restore
+        oldest = kept[-1][2]["offsets"]
+        deleting = {topic: oldest[topic] for topic in sorted({t for t in state.logged.values() if t is not None})
+                    if oldest.get(topic)}
+        if deleting:
+            _writeJson(os.path.join(root, _TRUNCATED), {"checkpoint": checkpointId, "partition": partition,
+                                                        "offsets": deleting})
+            for topic, offset in deleting.items():
+                topics.deleteRecords(topic, partition, offset)
     log.info("task [%s] snapshot of its stores as of batch %d: %s", taskId, batchId - 1, target)
     return True
+
+
+def _writeJson(path: str, value: dict) -> None:
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(temporary, "w") as f:
+        json.dump(value, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
 
 
 def restoreSnapshot(state: PersistentTaskState, topicsRoot: str, applicationId: str, taskId: str,
                     checkpointId: str, batchId: int) -> dict[str, int]:
     """Put the newest snapshot of ``checkpointId`` older than batch ``batchId`` in place of the
     task's (closed, wiped) database and reopen it; returns the changelog offsets to restore from
-    (empty when there is no snapshot: restore from the start)."""
-    for batch, path, description in _snapshots(snapshotRoot(topicsRoot, applicationId, taskId), checkpointId):
+    (empty when there is no snapshot: restore from the start).
+
+    Raises
+    ------
+    kspark.errors.StreamsException
+        If there is no such snapshot but the checkpoint's changelog records below a snapshot's
+        offsets were deleted (``~truncated.json``): the changelog alone no longer holds the stores.
+    """
+    root = snapshotRoot(topicsRoot, applicationId, taskId)
+    for batch, path, description in _snapshots(root, checkpointId):
         if batch >= batchId:
             continue
         state.replaceWith(path)
         log.info("task [%s] restores its stores from the snapshot of batch %d (%s)", taskId, batch, path)
         return description["offsets"]
+    try:
+        with open(os.path.join(root, _TRUNCATED)) as f:
+            truncated = json.load(f)
+    except (OSError, ValueError):
+        truncated = {}
+    if truncated.get("checkpoint") == checkpointId and batchId > 0:
+        from ..errors import StreamsException
+
+        where = ", ".join(f"{t}-{truncated.get('partition')} below offset {o}" for t, o in truncated["offsets"].items())
+        raise StreamsException(
+            f"task [{taskId}] cannot restore its stores for micro-batch {batchId}: the changelog records {where} were "
+            f"deleted once snapshots in {root} held them, and no snapshot of checkpoint {checkpointId} older than the "
+            "micro-batch is left there (deleted?)")
     return {}

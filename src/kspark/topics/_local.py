@@ -6,6 +6,7 @@ Layout under ``root``::
     <root>/<topic>/<partition>/manifest.jsonl      one JSON line per committed segment
     <root>/<topic>/<partition>/<start:020d>.arrow  Arrow IPC file with ``RECORD_SCHEMA`` rows
     <root>/<topic>/<partition>/.lock               flock'd by appenders
+    <root>/<topic>/<partition>/logstart            the log start offset, once records were deleted
     <root>/~staging/<producer>/                    segments staged by writers (``appendFile``)
 
 Offsets are implicit and dense per partition, starting at 0: the rows of a segment whose
@@ -26,6 +27,11 @@ line's start, count, append time and batch CRCs. A reader keeps, with its positi
 the line holding the record before it; a log rewritten below that position (restored from an
 older backup, truncated and appended to again) no longer has that chain there, as a Kafka
 consumer's position with its leader epoch tells an unclean truncation (KIP-320).
+
+Records below a partition's log start offset (``logstart``: a decimal, absent = 0) were deleted
+(:meth:`LocalTopics.deleteRecords`, Kafka's ``Admin.deleteRecords``): their segment files are
+gone, their manifest lines stay (offsets and chains stay continuous), and reading below it raises
+``OffsetOutOfRangeException``.
 
 A topic's id (``topic.json``, a random UUID given at creation) tells a topic deleted and
 created again from the old one (Kafka's topic id); topics created before ids existed have none.
@@ -50,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ._api import READ_SCHEMA, RECORD_SCHEMA, CorruptRecordException, Topics
+from ._api import READ_SCHEMA, RECORD_SCHEMA, CorruptRecordException, OffsetOutOfRangeException, Topics
 
 __all__ = ["RECORD_SCHEMA", "SEGMENT_BATCH_ROWS", "LocalTopics", "TopicExistsException", "UnknownTopicOrPartitionException"]
 
@@ -59,6 +65,7 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _TOPIC_FILE = "topic.json"
 _MANIFEST = "manifest.jsonl"
 _LOCK = ".lock"
+_LOG_START = "logstart"
 # Names with '~', which no legal topic name contains: topic directories being created or deleted,
 # and the writers' staging area.
 _TRANSIENT_MARK = "~"
@@ -365,7 +372,8 @@ class LocalTopics(Topics):
         return {partition: self.endOffset(name, partition) for partition in range(numPartitions)}
 
     def beginningOffsets(self, name: str) -> dict[int, int]:
-        """Partition -> 0 for every partition of ``name``: a local log keeps every record.
+        """Partition -> its log start offset for every partition of ``name``: 0 unless records
+        were deleted (:meth:`deleteRecords`).
 
         Raises
         ------
@@ -375,7 +383,51 @@ class LocalTopics(Topics):
         numPartitions = self.partitionsFor(name)
         if numPartitions is None:
             raise _unknownTopic(name)
-        return dict.fromkeys(range(numPartitions), 0)
+        return {p: self._logStart(self._root / name / str(p)) for p in range(numPartitions)}
+
+    @staticmethod
+    def _logStart(partDir: Path) -> int:
+        try:
+            return int((partDir / _LOG_START).read_bytes())
+        except FileNotFoundError:
+            return 0
+
+    def deleteRecords(self, name: str, partition: int, beforeOffset: int) -> int:
+        """Delete the records of ``name``-``partition`` below ``beforeOffset`` that fill whole
+        segments (Kafka's ``Admin.deleteRecords``, at segment granularity: a segment holding
+        ``beforeOffset - 1`` and later records stays whole). Returns the log start offset after it.
+
+        The log start is written first (atomically), then the segment files are removed; a crash
+        in between leaves files that the next call removes. Offsets, the end offset and the
+        manifest's chains do not change.
+
+        Raises
+        ------
+        UnknownTopicOrPartitionException
+            If the topic or partition does not exist.
+        """
+        partDir = self._partitionDir(name, partition)
+        with self._locked(partDir):
+            entries = self._readManifest(partDir, name, partition)
+            start = self._logStart(partDir)
+            doomed = [entry for entry in entries if entry["start"] + entry["count"] <= beforeOffset]
+            if doomed and doomed[-1]["start"] + doomed[-1]["count"] > start:
+                start = doomed[-1]["start"] + doomed[-1]["count"]
+                tmp = partDir / f".{_LOG_START}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(str(start).encode())
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, partDir / _LOG_START)
+                _fsyncDir(partDir)
+            for entry in entries:
+                if entry["start"] + entry["count"] > start:
+                    break
+                try:
+                    os.unlink(partDir / entry["segment"])
+                except FileNotFoundError:
+                    pass
+            return start
 
     def topicId(self, name: str) -> str | None:
         """The id given to topic ``name`` when it was created (a new one when it is deleted and
@@ -635,6 +687,8 @@ class LocalTopics(Topics):
             If the topic or partition does not exist.
         ValueError
             If ``start`` is negative.
+        OffsetOutOfRangeException
+            If ``start`` is below the partition's log start offset (records deleted, :meth:`deleteRecords`).
         """
         if start < 0:
             raise ValueError(f"Offset {start} for {name}-{partition} is negative")
@@ -643,6 +697,10 @@ class LocalTopics(Topics):
         end = min(end, entries[-1]["start"] + entries[-1]["count"]) if entries else 0
         if start >= end:
             return READ_SCHEMA.empty_table()
+        logStart = self._logStart(partDir)
+        if start < logStart:
+            raise OffsetOutOfRangeException(f"Offset {start} of {name}-{partition} is below its log start offset "
+                                            f"{logStart}: the records before it were deleted")
         starts = [entry["start"] for entry in entries]
         first = bisect.bisect_right(starts, start) - 1
         logAppendTime = self.timestampType(name) == "LogAppendTime"

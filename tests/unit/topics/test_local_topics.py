@@ -403,3 +403,26 @@ def test_log_append_time_topic_replaces_producer_timestamps_with_the_append_time
     assert stamps[0] == stamps[1] and before <= stamps[0] <= after
     with pytest.raises(ValueError, match="Unsupported topic config"):
         topics.createTopic("bad", 1, config={"message.timestamp.type": "Now"})
+
+
+def test_delete_records_removes_whole_segments_below_the_offset_and_moves_the_log_start(tmp_path, topics):
+    """Kafka's Admin.deleteRecords (KIP-107), at segment granularity: the log start offset moves
+    to the first kept segment, reads below it fail, offsets and the end offset do not change."""
+    from kspark.topics import OffsetOutOfRangeException
+
+    for values in (("a", "b"), ("c", "d", "e"), ("f",)):  # segments [0, 2), [2, 5), [5, 6)
+        topics.append("orders", 1, records(*values))
+    assert topics.deleteRecords("orders", 1, 4) == 2  # offset 4 is inside [2, 5): that segment stays
+    assert topics.beginningOffsets("orders") == {0: 0, 1: 2, 2: 0}
+    assert segmentFiles(tmp_path, "orders", 1) == ["00000000000000000002.arrow", "00000000000000000005.arrow"]
+    assert topics.read("orders", 1, 2, 6).column("value").to_pylist() == [b"c", b"d", b"e", b"f"]
+    with pytest.raises(OffsetOutOfRangeException, match=r"Offset 1 of orders-1 is below its log start offset 2"):
+        topics.read("orders", 1, 1, 6)
+    assert topics.deleteRecords("orders", 1, 1) == 2  # never backwards
+    assert topics.deleteRecords("orders", 1, 5) == 5
+    topics.append("orders", 1, records("g"))  # appends go on at the end offset
+    assert topics.endOffset("orders", 1) == 7
+    assert topics.read("orders", 1, 5, 7).column("offset").to_pylist() == [5, 6]
+    assert [e["start"] for e in manifest(tmp_path, "orders", 1)] == [0, 2, 5, 6]  # the manifest keeps its lines
+    assert segmentFiles(tmp_path, "orders", 1) == ["00000000000000000005.arrow", "00000000000000000006.arrow"]
+    assert topics.read("orders", 0, 0, 10).num_rows == 0  # other partitions untouched

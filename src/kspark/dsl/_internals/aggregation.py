@@ -34,6 +34,11 @@ class KStreamAggregate(ContextualProcessor):
         self.store = context.getStateStore(self.storeName)
         self.cache = RecordCache.forStore(self, self.caching and context.cachingEnabled(), self.store, "keyValue")
 
+    def storeKeyedByRecordKey(self) -> str:
+        """The store this processor reads and writes under its input record's key, and under no
+        other key (a host's cache fill, ``StreamTask.prefillStores``)."""
+        return self.storeName
+
     def process(self, record: Record) -> None:
         key, value = record.key(), record.value()
         if key is None or value is None:
