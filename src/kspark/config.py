@@ -65,7 +65,8 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.store.dir": ("STRING", None, None),
     "kspark.store.memory.bytes": ("LONG", 128 * 1024 * 1024, ("range", 1024 * 1024, None)),
     "kspark.store.cache.max.entries": ("LONG", 100_000, ("range", 0, None)),
-    "kspark.store.prefill": ("BOOLEAN", True, None),
+    # off until an A/B shows a gain (bench/README.md round 18b: none beyond the noise at 100K and 1M keys)
+    "kspark.store.prefill": ("BOOLEAN", False, None),
     # taking over an application's state (kspark.spark._takeover): a missing changelog starts empty
     "kspark.allow.missing.changelogs": ("BOOLEAN", False, None),
     # the terminal view while KafkaStreams runs (auto: rich on a terminal, else a line per batch)
@@ -686,11 +687,11 @@ class StreamsConfig:
     ones loaded most recently are kept); default 100,000 per store and task. A micro-batch's own
     changes are held until it ends, whatever this bound."""
     STORE_PREFILL_CONFIG = "kspark.store.prefill"
-    """``true`` (default): before a micro-batch is processed, an aggregation's persistent store
+    """``true``: before a micro-batch is processed, an aggregation's persistent store
     (``groupByKey`` or after a repartition topic: count, reduce, aggregate) reads the entries of
     the batch's record keys in one RocksDB ``MultiGet`` rather than one read per key at its first
-    access. A cache fill: the results are the same either way (``StreamTask.prefillStores``);
-    ``false`` is for measuring it."""
+    access. A cache fill: the results are the same either way (``StreamTask.prefillStores``).
+    Default ``false`` until a measurement shows a gain (bench/README.md, round 18b)."""
     ALLOW_MISSING_CHANGELOGS_CONFIG = "kspark.allow.missing.changelogs"
     """``true``: a store whose changelog topic does not exist starts empty when kspark takes over an
     application that ran before (a new ``state.dir`` checkpoint while the consumer group
