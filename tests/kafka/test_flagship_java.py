@@ -5,17 +5,23 @@ records that kspark's topology writes on TopologyTestDriver (the reference the e
 runs are checked against), with the same keys, JSON value bytes, timestamps and partitions.
 This is what lets bench/run.py's P2-vs-Java comparison (``--only p2-java``) require identical
 outputs (rules J-1, J-7: stream-table joins output the stream record's timestamp; TTD-4).
+Marked slow (about 40 s with the Java compile): it checks the benchmark's port, and the suite is
+over its 20-minute budget; run it with ``pytest -m slow tests/kafka/test_flagship_java.py``.
 """
 
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kspark import Serdes
 from kspark.runtime.partitioner import partitionForKey
 from kspark.testing import TopologyTestDriver
 from kspark.testing._jvm import compileJava, javaExecutable
 from kspark.topics import openTopics
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
