@@ -842,6 +842,11 @@ def sendOffsetsToTransaction(producer, offsets: list, groupMetadata: bytes, time
         librdkafka's error, with its retriable, fatal and abort-required flags, as
         confluent-kafka raises it.
     """
+    from confluent_kafka import cimpl
+
+    if not isinstance(producer, cimpl.Producer):  # a test double
+        producer.send_offsets_to_transaction(offsets, groupMetadata, timeoutS)
+        return
     lib = _rdkafka()
     handle = _producerHandle(producer, lib)
     if handle is None:
