@@ -10,7 +10,9 @@ exactly_once_v2 with caches off:
   writes to the repartition topic stays unread, and closes; kspark takes over and processes the
   rest (the repartition records and wave C);
 - ``back``: kspark processes waves A and B; Java takes over and processes wave C;
-- ``ref``: Java processes everything.
+- ``ref``: Java processes everything;
+- then kspark starts ``back`` again on its old state.dir, which Java moved past: that checkpoint is
+  wiped and restored from the changelogs (nothing is processed twice).
 
 The outputs of ``mig`` and ``back`` (read read_committed) equal ``ref``'s, and so do their
 stores (the last record of every key in every changelog topic: Kafka's bytes). A fourth output,
