@@ -10,7 +10,9 @@ exactly_once_v2 with caches off:
   writes to the repartition topic stays unread, and closes; kspark takes over and processes the
   rest (the repartition records and wave C);
 - ``back``: kspark processes waves A and B; Java takes over and processes wave C;
-- ``ref``: Java processes everything.
+- ``ref``: Java processes everything;
+- then kspark starts ``back`` again on its old state.dir, which Java moved past: that checkpoint is
+  wiped and restored from the changelogs (nothing is processed twice).
 
 The outputs of ``mig`` and ``back`` (read read_committed) equal ``ref``'s, and so do their
 stores (the last record of every key in every changelog topic: Kafka's bytes). A fourth output,
@@ -18,6 +20,7 @@ each order's stream time, shows that a task taken over starts at the partition t
 in Kafka Streams' offset metadata.
 """
 
+import logging
 import subprocess
 import time
 from collections import defaultdict
@@ -33,7 +36,7 @@ from kspark.processor import ContextualFixedKeyProcessor
 from kspark.runtime.partitioner import partitionForKey
 from kspark.testing._jvm import compileJava, javaExecutable
 from kspark.topics import openTopics
-from kspark.topics._kafka import decodeStreamsMetadata
+from kspark.topics._kafka import decodeStreamsMetadata, groupMembers
 
 JAVA_SOURCES = Path(__file__).parent / "java"
 CLASS_CACHE = Path.home() / ".cache" / "kspark" / "interop"
@@ -244,6 +247,15 @@ def awaitRecords(servers, topic, count, java, timeoutS=60):
         time.sleep(0.3)
 
 
+def awaitNoMembers(servers, groupId, timeoutS=30):
+    """Wait until a closed Kafka Streams application's member has left the group (its close does
+    not leave: the session of Migration.java, 6 s, has to expire)."""
+    deadline = time.monotonic() + timeoutS
+    while groupMembers({"bootstrap.servers": servers}, groupId):
+        assert time.monotonic() < deadline, f"group {groupId} still has members after {timeoutS} s"
+        time.sleep(0.5)
+
+
 def produce(topics, wave, prefix="in-"):
     usersWave, ordersWave = wave
     if usersWave:
@@ -264,7 +276,7 @@ def runKspark(spark, servers, appId, stateDir, **extra):
 
 
 # ---------------------------------------------------------------------------- the test
-def test_take_over_a_java_application_and_hand_it_back(spark, kafkaBroker, tmp_path):
+def test_take_over_a_java_application_and_hand_it_back(spark, kafkaBroker, tmp_path, caplog):
     """Java -> kspark and kspark -> Java, each half way through the input, give the output and
     the stores of Java over all of it (issue 33)."""
     servers = kafkaBroker.bootstrapServers
@@ -321,27 +333,32 @@ def test_take_over_a_java_application_and_hand_it_back(spark, kafkaBroker, tmp_p
         java.awaitLine("closed back NOT_RUNNING")
     finally:
         java.stop()
+    # kspark's offset metadata is Kafka Streams' byte for byte (no NUL after it, see sendOffsetsToTransaction)
+    assert "Unsupported offset metadata" not in java.text()
+
+    # 4. kspark starts back again on its old state.dir, which Java moved past (wave C): that
+    # checkpoint's stores and positions are stale, so it is wiped and restored from the changelogs
+    # at the group's offsets (Kafka Streams: local state behind its changelog is restored); resuming
+    # it would process wave C a second time (back's outputs would then differ from ref's below)
+    awaitNoMembers(servers, "back")
+    with caplog.at_level(logging.WARNING, logger="kspark.spark"):
+        runKspark(spark, servers, "back", tmp_path / "kspark-back")
+    stale = [r.getMessage() for r in caplog.records if "is behind consumer group back" in r.getMessage()]
+    assert stale and "another application (Kafka Streams, or kspark on another state.dir) committed offset" in stale[0]
 
     # the outputs
     problems = []
     outputs = readAll(servers, [f"{app}-out-{o}" for app in ("mig", "back", "ref") for o in OUTPUTS])
-    late = waveC[1][0]  # wave C's first order on its partition, a second behind the partition time
     for o in OUTPUTS:
         ref = byKey(outputs[f"ref-out-{o}"])
         assert ref, o
         for app in ("mig", "back"):
-            expected = ref
-            if (app, o) == ("back", "times"):
-                # Handed back, Kafka Streams starts with unknown partition times: confluent-kafka
-                # commits offset metadata with a NUL byte after it (its size is strlen + 1), which
-                # Kafka's Base64 decoder refuses ("Unsupported offset metadata found"), so the late
-                # order's stream time is its own, not the committed partition time.
-                expected = {k: [(ts if (k, ts) == (late[0], late[2]) else v, ts) for v, ts in records]
-                            for k, records in ref.items()}
-                assert expected != ref
+            # back/times: handed back, Kafka Streams starts each task at the partition time kspark
+            # committed (wave C's first order on partition 1 is a second behind it), which it can
+            # only read if the metadata is exactly its Base64 text (TopicPartitionMetadata.decode)
             got = byKey(outputs[f"{app}-out-{o}"])
-            if got != expected:
-                problems.append((app, o, differences(got, expected)))
+            if got != ref:
+                problems.append((app, o, differences(got, ref)))
     # the stores: every changelog's last record per key. The record timestamps of session store
     # and suppression buffer changelogs are not part of the stores (Kafka's restore ignores them):
     # Kafka writes the put's record time, kspark the task's stream time at the commit.
@@ -371,12 +388,16 @@ def test_take_over_a_java_application_and_hand_it_back(spark, kafkaBroker, tmp_p
 
 # ---------------------------------------------------------------------------- refusals
 def commitOffsets(servers, groupId, offsets):
-    """Commit ``{(topic, partition): offset}`` for ``groupId`` (as a stopped application left them)."""
+    """Commit ``{(topic, partition): offset}`` for ``groupId`` as a stopped Kafka Streams
+    application left them (with its offset metadata: the partition time)."""
     from confluent_kafka import Consumer, TopicPartition
+
+    from kspark.topics._kafka import encodeStreamsMetadata
 
     consumer = Consumer({"bootstrap.servers": servers, "group.id": groupId, "enable.auto.commit": False})
     try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(t, p, o, encodeStreamsMetadata(BASE_MS, {}))
+                                 for (t, p), o in offsets.items()], asynchronous=False)
     finally:
         consumer.close()
 
@@ -449,3 +470,59 @@ def test_refuses_state_it_cannot_take_over_before_processing(spark, kafkaBroker,
     assert not any(readAll(servers, [f"rf-out-{o}" for o in OUTPUTS])[f"rf-out-{o}"][p]
                    for o in OUTPUTS for p in range(PARTITIONS))
     assert {p: o for p, (o, _) in topics.committedOffsets("rf-bad", "rf-orders").items()} == {0: 0}
+
+
+# ---------------------------------------------------------------------------- the reset tool
+def test_kafka_streams_application_reset_works_on_a_kspark_application(spark, kafkaBroker, tmp_path):
+    """Kafka's ``kafka-streams-application-reset`` (``StreamsResetter`` of kafka-tools 4.3.1) on a
+    kspark application, as on a Kafka Streams one: it resets the group's input offsets to the
+    earliest and deletes the internal topics; with its state.dir deleted (the tool's instruction
+    for Kafka Streams' local state), kspark then reprocesses the input from the start, recreates
+    the internal topics, and writes the same output again (issue 33)."""
+    from kspark.testing._jvm import jvmClasspath, jvmLibDir
+
+    assert list(jvmLibDir().glob("kafka-tools-*.jar")), f"no kafka-tools jar in {jvmLibDir()}: run `make jvm`"
+    servers = kafkaBroker.bootstrapServers
+    topics = openTopics({"bootstrap.servers": servers})
+    topics.createTopic("reset-in", PARTITIONS)
+    topics.createTopic("reset-out", PARTITIONS)
+    words = ["a", "b", "a", "c", "b", "a"]
+    topics.produce("reset-in", [(STRING.serialize("", f"k{i}"), STRING.serialize("", w), BASE_MS + i)
+                                for i, w in enumerate(words)], partitioner=partitionForKey)
+    b = StreamsBuilder()
+    (b.stream("reset-in", Consumed.with_(STRING, STRING)).groupBy(lambda k, v: v, Grouped.with_(STRING, STRING))
+     .count().toStream().to("reset-out", Produced.with_(STRING, LONG)))
+    topology = b.build()
+    internal = ["rs-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog",
+                "rs-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"]
+
+    def run(stateDir):
+        streams = KafkaStreams(topology, {"application.id": "rs", "bootstrap.servers": servers,
+                                          "state.dir": str(stateDir), "processing.guarantee": "exactly_once_v2"},
+                               spark=spark)
+        streams.start()
+        streams.awaitTermination()
+        streams.close()
+
+    def counts():
+        return sorted((STRING.deserialize("", k), LONG.deserialize("", v))
+                      for records in readAll(servers, ["reset-out"])["reset-out"].values() for k, v, _, _ in records)
+
+    once = [("a", 3), ("b", 2), ("c", 1)]  # the record cache (on by default) forwards each batch's last count
+    run(tmp_path / "state")
+    assert counts() == once
+    assert set(internal) <= set(topics.listTopics())
+    assert sum(o for o, _ in topics.committedOffsets("rs", "reset-in").values()) == len(words)
+
+    reset = subprocess.run(
+        [javaExecutable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", jvmClasspath(),
+         "org.apache.kafka.tools.StreamsResetter", "--bootstrap-server", servers, "--application-id", "rs",
+         "--input-topics", "reset-in"], capture_output=True, text=True, timeout=120)
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    assert not set(internal) & set(topics.listTopics()), reset.stdout
+    assert {p: o for p, (o, _) in topics.committedOffsets("rs", "reset-in").items()} == {0: 0, 1: 0}
+
+    run(tmp_path / "state-after-reset")  # state.dir deleted, as the tool says (KafkaStreams#cleanUp in Java)
+    assert counts() == sorted(once + once)  # counted from 0 again (a: 3, not 6): the stores start empty
+    assert set(internal) <= set(topics.listTopics())
+    assert sum(o for o, _ in topics.committedOffsets("rs", "reset-in").values()) == len(words)

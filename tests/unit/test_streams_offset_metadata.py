@@ -57,3 +57,25 @@ def test_the_metadata_of_a_topic_partition_is_read_from_its_c_field_when_it_is_n
     pointer = ctypes.c_void_p.from_address(id(tp) + offset).value
     ctypes.memmove(pointer + 4, b"\x90", 1)  # a byte that is no UTF-8, as librdkafka's garbage can be
     assert _metadataOf(tp) == "AgAA\x90ZoZtbrw"
+
+
+def test_offsets_are_sent_through_the_producers_own_librdkafka_handle():
+    """``sendOffsetsToTransaction`` (exact metadata bytes, no NUL: Kafka Streams reads them; the
+    Java check is in tests/kafka/test_migration.py) calls librdkafka on the Producer's handle:
+    outside a transaction it fails as confluent-kafka's own call does, with librdkafka's state error."""
+    import pytest
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+    from kspark.topics._kafka import _librdkafkaLog, _producerHandle, _rdkafka, sendOffsetsToTransaction
+
+    producer = Producer({"bootstrap.servers": "127.0.0.1:9", "transactional.id": "t", "logger": _librdkafkaLog})
+    assert _producerHandle(producer, _rdkafka()) is not None  # found: no fallback to the NUL-appending call
+    group = Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "logger": _librdkafkaLog})
+    offsets = [TopicPartition("t", 0, 5, encodeStreamsMetadata(7, {}))]
+    errors = []
+    for send in (sendOffsetsToTransaction, lambda p, o, m, t: p.send_offsets_to_transaction(o, m, t)):
+        with pytest.raises(KafkaException) as e:
+            send(producer, offsets, group.consumer_group_metadata(), 1.0)
+        errors.append((e.value.args[0].code(), e.value.args[0].retriable(), e.value.args[0].txn_requires_abort()))
+    assert errors[0] == errors[1] == (KafkaError._STATE, False, False)
+    group.close()

@@ -176,6 +176,7 @@ class KafkaStreams:
             self._place(plans)
             self._checkCheckpoints(plans)
             if self._config.usesKafka():  # before the missing internal topics are created
+                self._wipeStaleCheckpoints(plans)
                 from ._takeover import checkTakeover
 
                 checkTakeover(self._topics, self._config, self._topology, plans, self._newCheckpoints(plans))
@@ -705,6 +706,68 @@ class KafkaStreams:
                     signature[attribute.strip("_")] = serdeName(getattr(store, attribute))
             signatures[name] = signature
         return signatures
+
+    def _wipeStaleCheckpoints(self, plans: list[dict]) -> None:
+        """Start again, from the changelog topics, the checkpoints that another application moved
+        past: a consumer group offset committed beyond the checkpoint's position by someone else
+        (a Kafka Streams application that took the application over and processed more, or
+        kspark on another ``state.dir``). The checkpoint's stores are then behind their
+        changelogs and its positions behind the group's: resuming it would process those records
+        again on stale stores.
+
+        Kafka Streams restores a store whose local state is behind its changelog (its
+        ``.checkpoint`` offsets) from the changelog, and under exactly-once wipes local state it
+        cannot trust and restores it whole (``TaskCorruptedException``). kspark does the latter:
+        the checkpoint (its positions, stores and batches; its topology fingerprint stays) is
+        deleted, so it starts as a new checkpoint does, from the group's committed offsets and
+        partition times with its stores restored from the changelogs, after the same checks
+        (``kspark.spark._takeover``). A warning names the sub-topology, its stores and the
+        partition. A group offset ahead by a batch this checkpoint committed to Kafka but not
+        yet to Spark (a crash in between: the committed metadata names this checkpoint and a
+        later batch) is not stale: that batch is replayed as before."""
+        from ..topics._kafka import decodeStreamsMetadata
+
+        stateDir = self._stateDir()
+        for plan in plans:
+            checkpoint = f"subtopology-{plan['subtopology'].id}"
+            batches = [int(n) for n in stateDir.list(f"{checkpoint}/commits") if n.isdigit()]
+            if not batches:
+                continue
+            last = max(batches)
+            text = (stateDir.read(f"{checkpoint}/offsets/{last}") or b"").decode()
+            queryId = (stateDir.readJson(f"{checkpoint}/metadata") or {}).get("id")
+            positions: dict[tuple[str, int], int] = {}
+            for line in text.splitlines()[2:]:
+                for key, offset in json.loads(line).items() if line.startswith("{") else ():
+                    topic, _, partition = key.rpartition("/")
+                    if partition.isdigit() and isinstance(offset, int):
+                        positions[(topic, int(partition))] = offset
+            stale = None
+            for topic in sorted({t for t, _ in positions}):
+                for p, (offset, metadata) in sorted(self._topics.committedOffsets(self._appId, topic).items()):
+                    position = positions.get((topic, p))
+                    if position is None or offset <= position:
+                        continue
+                    decoded = decodeStreamsMetadata(metadata)
+                    batch = decoded[1].get(f"kspark1:{queryId}") if decoded else None
+                    if batch is None or batch <= last:
+                        stale = (topic, p, position, offset)
+                        break
+                if stale:
+                    break
+            if stale is None:
+                continue
+            topic, p, position, offset = stale
+            log.warning(
+                "The checkpoint %s (sub-topology %d, stores %s) is behind consumer group %s: it read %s-%d up to "
+                "offset %d, and another application (Kafka Streams, or kspark on another state.dir) committed offset "
+                "%d after it. Its state is stale; as Kafka Streams does with local state it cannot use, it is wiped "
+                "and the stores are restored from their changelog topics, resuming at the group's offsets.",
+                stateDir.path(checkpoint), plan["subtopology"].id, ", ".join(sorted(plan["changelogs"])) or "none",
+                self._appId, topic, p, position, offset)
+            for name in stateDir.list(checkpoint):
+                if name != self._FINGERPRINT:
+                    stateDir.delete(f"{checkpoint}/{name}")
 
     def _newCheckpoints(self, plans: list[dict]) -> set[int]:
         """The sub-topologies whose checkpoint has no committed micro-batch yet."""

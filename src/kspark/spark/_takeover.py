@@ -11,7 +11,9 @@ without any error. :func:`checkTakeover` refuses such a start before any record 
 naming the store, the topic and the reason.
 
 The checks run on the driver, on Kafka, for the sub-topologies whose checkpoint is new and whose
-source topics have committed offsets in the group ``application.id`` (state existed):
+source topics have committed offsets in the group ``application.id`` that show records were
+processed (state existed; not offsets at the first records without metadata, as Kafka's
+``kafka-streams-application-reset`` leaves them):
 
 - every store with logging enabled has its changelog topic ``<application.id>-<store>-changelog``
   (else: refused, unless ``kspark.allow.missing.changelogs`` is true, when it starts empty);
@@ -95,7 +97,7 @@ def checkTakeover(topics, config: StreamsConfig, topology, plans: list[dict], ne
     # repartition topics: then every store had state (a sub-topology downstream of a repartition
     # topic included, even if its own input has no commits yet)
     committed = sorted({t for plan in plans if plan["subtopology"].id in newCheckpoints for t in plan["sources"]
-                        if t not in plan["globalSources"] and topics.committedOffsets(appId, t)})
+                        if t not in plan["globalSources"] and _processedBefore(topics, appId, t)})
     if not committed:
         return
     for plan in plans:
@@ -136,6 +138,20 @@ def checkTakeover(topics, config: StreamsConfig, topology, plans: list[dict], ne
         raise StreamsException(
             f"kspark cannot take over the state of application.id {appId}:\n- " + "\n- ".join(problems)
             + "\nNothing was processed.")
+
+
+def _processedBefore(topics, appId: str, topic: str) -> bool:
+    """Whether group ``appId`` committed offsets for ``topic`` that show records were processed:
+    any offset past the partition's first or committed with metadata (Kafka Streams and kspark
+    always commit their offset metadata). Offsets at the first record without metadata are what
+    Kafka's reset tool (``kafka-streams-application-reset``, ``StreamsResetter``: input topics to
+    the earliest offset, internal topics deleted) leaves: the application starts from scratch
+    with empty stores, as Kafka Streams does after it."""
+    committed = topics.committedOffsets(appId, topic)
+    if not committed:
+        return False
+    beginnings = topics.beginningOffsets(topic)
+    return any(metadata or offset > beginnings.get(p, 0) for p, (offset, metadata) in committed.items())
 
 
 def _persistentKind(store) -> bool:

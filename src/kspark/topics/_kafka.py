@@ -815,11 +815,147 @@ def batchMarker(checkpointId: str, batchId: int, partitionTime: int = -1) -> str
     checkpoint) and batch wrote them. Kafka Streams keeps processor metadata entries it does not
     know and commits them again.
 
-    confluent-kafka commits a metadata string with a NUL byte after it (``py_to_c_parts`` sets
-    its size to ``strlen + 1``), so Kafka Streams' strict Base64 decoder refuses what kspark
-    commits ("Unsupported offset metadata found": partition times unknown); kspark's readers
-    ignore the byte."""
+    Committed through :func:`sendOffsetsToTransaction`, byte for byte (no NUL after it), so
+    that Kafka Streams' strict Base64 decoder reads it."""
     return encodeStreamsMetadata(partitionTime, {f"{_MARK}:{checkpointId}": batchId})
+
+
+def sendOffsetsToTransaction(producer, offsets: list, groupMetadata: bytes, timeoutS: float) -> None:
+    """``producer.send_offsets_to_transaction(offsets, groupMetadata, timeoutS)`` committing each
+    offset's metadata string as exactly its UTF-8 bytes, as Kafka's Java clients do.
+
+    confluent-kafka's own call commits a NUL byte after every metadata string (``py_to_c_parts``
+    in its ``confluent_kafka.c`` sets ``metadata_size = strlen(metadata) + 1``; librdkafka sends
+    ``metadata_size`` bytes as the protocol's metadata string). Kafka Streams' strict Base64
+    decoder (``TopicPartitionMetadata.decode``) refuses such metadata: it logs "Unsupported
+    offset metadata found" and takes the partition time as unknown, so a Java application that
+    takes a kspark application back would lose its partition times. This function therefore
+    builds librdkafka's ``rd_kafka_topic_partition_list_t`` itself (through ctypes, on the
+    librdkafka that confluent-kafka loaded) with ``metadata_size = len(metadata)`` and calls
+    ``rd_kafka_send_offsets_to_transaction`` on the producer's ``rd_kafka_t``. Where that
+    handle cannot be found (another Python build or confluent-kafka layout), it falls back to
+    confluent-kafka's call, with a warning naming the consequence.
+
+    Raises
+    ------
+    confluent_kafka.KafkaException
+        librdkafka's error, with its retriable, fatal and abort-required flags, as
+        confluent-kafka raises it.
+    """
+    from confluent_kafka import cimpl
+
+    if not isinstance(producer, cimpl.Producer):  # a test double
+        producer.send_offsets_to_transaction(offsets, groupMetadata, timeoutS)
+        return
+    lib = _rdkafka()
+    handle = _producerHandle(producer, lib)
+    if handle is None:
+        producer.send_offsets_to_transaction(offsets, groupMetadata, timeoutS)
+        return
+    import ctypes
+
+    cgmd = ctypes.c_void_p()
+    raw = bytes(groupMetadata)
+    _raiseRdkafka(lib, lib.rd_kafka_consumer_group_metadata_read(ctypes.byref(cgmd), raw, len(raw)))
+    parts = lib.rd_kafka_topic_partition_list_new(len(offsets))
+    try:
+        for tp in offsets:
+            element = lib.rd_kafka_topic_partition_list_add(parts, tp.topic.encode(), tp.partition).contents
+            element.offset = tp.offset
+            if tp.metadata is not None:
+                data = tp.metadata.encode("utf-8")
+                buffer = lib.malloc(max(len(data), 1))  # freed by rd_kafka_topic_partition_list_destroy
+                ctypes.memmove(buffer, data, len(data))
+                element.metadata = buffer
+                element.metadata_size = len(data)
+        _raiseRdkafka(lib, lib.rd_kafka_send_offsets_to_transaction(handle, parts, cgmd, int(timeoutS * 1000)))
+    finally:
+        lib.rd_kafka_topic_partition_list_destroy(parts)
+        lib.rd_kafka_consumer_group_metadata_destroy(cgmd)
+
+
+_RDKAFKA: list = []
+
+
+def _rdkafka():
+    """librdkafka's C functions used by :func:`sendOffsetsToTransaction`, looked up through
+    confluent-kafka's extension module (so the very librdkafka it loaded, wheel or system)."""
+    if not _RDKAFKA:
+        import ctypes
+
+        from confluent_kafka import cimpl
+
+        class Partition(ctypes.Structure):  # rd_kafka_topic_partition_t (rdkafka.h, stable ABI)
+            _fields_ = [("topic", ctypes.c_char_p), ("partition", ctypes.c_int32), ("offset", ctypes.c_int64),
+                        ("metadata", ctypes.c_void_p), ("metadata_size", ctypes.c_size_t),
+                        ("opaque", ctypes.c_void_p), ("err", ctypes.c_int), ("_private", ctypes.c_void_p)]
+
+        lib = ctypes.CDLL(cimpl.__file__)
+        lib.malloc = ctypes.CDLL(None).malloc
+        lib.malloc.restype, lib.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        signatures = {
+            "rd_kafka_topic_partition_list_new": (ctypes.c_void_p, [ctypes.c_int]),
+            "rd_kafka_topic_partition_list_add": (ctypes.POINTER(Partition),
+                                                  [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32]),
+            "rd_kafka_topic_partition_list_destroy": (None, [ctypes.c_void_p]),
+            "rd_kafka_consumer_group_metadata_read": (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p),
+                                                                        ctypes.c_char_p, ctypes.c_size_t]),
+            "rd_kafka_consumer_group_metadata_destroy": (None, [ctypes.c_void_p]),
+            "rd_kafka_send_offsets_to_transaction": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p,
+                                                                       ctypes.c_void_p, ctypes.c_int]),
+            "rd_kafka_name": (ctypes.c_char_p, [ctypes.c_void_p]),
+            "rd_kafka_error_code": (ctypes.c_int, [ctypes.c_void_p]),
+            "rd_kafka_error_string": (ctypes.c_char_p, [ctypes.c_void_p]),
+            "rd_kafka_error_is_fatal": (ctypes.c_int, [ctypes.c_void_p]),
+            "rd_kafka_error_is_retriable": (ctypes.c_int, [ctypes.c_void_p]),
+            "rd_kafka_error_txn_requires_abort": (ctypes.c_int, [ctypes.c_void_p]),
+            "rd_kafka_error_destroy": (None, [ctypes.c_void_p]),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            function = getattr(lib, name)
+            function.restype, function.argtypes = restype, argtypes
+        _RDKAFKA.append(lib)
+    return _RDKAFKA[0]
+
+
+def _producerHandle(producer, lib) -> int | None:
+    """The ``rd_kafka_t *`` of a confluent-kafka ``Producer``: the first field after
+    ``PyObject_HEAD`` of its C struct ``Handle`` (``confluent_kafka.h``), checked by the client
+    name librdkafka gives it (``<client.id>#producer-<n>``). None, with a warning, if not there."""
+    import ctypes
+
+    if type(producer).__basicsize__ >= object.__basicsize__ + ctypes.sizeof(ctypes.c_void_p):
+        pointer = ctypes.c_void_p.from_address(id(producer) + object.__basicsize__).value
+        if pointer and pointer > 1 << 16:
+            name = lib.rd_kafka_name(pointer) or b""
+            if b"#producer-" in name:
+                return pointer
+    if not _HANDLE_WARNED:
+        _HANDLE_WARNED.append(True)
+        log.warning("librdkafka's producer handle was not found in confluent-kafka's Producer: offsets are committed "
+                    "through confluent-kafka, with a NUL byte after their metadata, which Kafka Streams cannot read "
+                    "(a Java application taking this one over starts with unknown partition times)")
+    return None
+
+
+_HANDLE_WARNED: list = []
+
+
+def _raiseRdkafka(lib, error) -> None:
+    """Raise librdkafka's ``rd_kafka_error_t *`` (if any) as confluent-kafka's KafkaException."""
+    if not error:
+        return
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        raised = KafkaException(KafkaError(lib.rd_kafka_error_code(error),
+                                           (lib.rd_kafka_error_string(error) or b"").decode("utf-8", "replace"),
+                                           fatal=bool(lib.rd_kafka_error_is_fatal(error)),
+                                           retriable=bool(lib.rd_kafka_error_is_retriable(error)),
+                                           txn_requires_abort=bool(lib.rd_kafka_error_txn_requires_abort(error))))
+    finally:
+        lib.rd_kafka_error_destroy(error)
+    raise raised
 
 
 def _bounded(call: Callable[[], object], timeoutS: float, what: str):
@@ -936,7 +1072,7 @@ class KafkaSinkWriter:
                 producer.begin_transaction()
                 if offsets:
                     metadata = self._groupMetadata()
-                    _bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, _TIMEOUT_S),
+                    _bounded(lambda: sendOffsetsToTransaction(producer, offsets, metadata, _TIMEOUT_S),
                              _TIMEOUT_S * 1.2, "send_offsets_to_transaction")
                 step("offsetsSent")
                 written = sum(_produceTable(producer, t, p, table, _deliveryErrors(errors)) for t, p, table in parts)
