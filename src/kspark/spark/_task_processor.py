@@ -11,8 +11,11 @@ state is kept as Kafka Streams keeps it:
 - the small rest (stream time, partition times, records not processed yet, node states,
   punctuation schedules, the global partitions' positions, and stores without a persistent
   form) as one pickled value in Spark's state store, with the version of the stores it goes
-  with: Kafka's ``.checkpoint`` file. One read when the worker has no up-to-date copy, one write
-  per batch, never a state call per record (spark-stateful-measurements.md).
+  with: Kafka's ``.checkpoint`` file. One state variable (``task``), one read and one write per
+  batch, never a state call per record (spark-stateful-measurements.md); a worker whose cached
+  task has the committed version does not unpickle the value. A checkpoint written before
+  (with a second variable, ``version``) resumes; the old variable is left
+  unread (checked: bench/ab/checkpoint_resume.py, bench/README.md round 20).
 
 A batch's store changes, global ones included, are pending until the next batch finds its
 version committed in Spark's state (``kspark.state._rocksdb``); a task that finds no local store
@@ -59,7 +62,6 @@ OUTPUT_SCHEMA = SINK_CHUNK_SCHEMA
 _OUTPUT_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
-_VERSION_SCHEMA = StructType([StructField("version", StringType())])
 
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
 # write gets a fresh random version; a cached task is used only if its version is the one in
@@ -79,10 +81,9 @@ class TaskStatefulProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         followDriverLogLevel(self.plan.get("logLevel"))
+        # One state variable per task: each one costs Spark's state server an encoder built and
+        # resolved through Catalyst per task and micro-batch (bench/README.md, round 20).
         self.state = handle.getValueState("task", _STATE_SCHEMA)
-        # The blob's version alone: a worker whose cached task is current skips reading the blob
-        # (Spark's state server pickles a value byte by byte on the way back to Python).
-        self.version = handle.getValueState("version", _VERSION_SCHEMA)
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         plan = self.plan
@@ -95,8 +96,8 @@ class TaskStatefulProcessor(StatefulProcessor):
         batchId = int(context.getLocalProperty("streaming.sql.batchId") or -1)
         checkpointId = context.getLocalProperty("sql.streaming.queryId") or ""
         base = time.perf_counter()  # wall time of perf_counter t: startedAt + t - base
-        versionRow = self.version.get()
-        version = versionRow[0] if versionRow else None
+        checkpointRow = self.state.get()  # (version, blob) or None
+        version = checkpointRow[0] if checkpointRow else None
         versionRead = time.perf_counter()
         # taken out while the batch runs: a failed batch must not leave a half-processed task behind
         cached = _LIVE_TASKS.pop(cacheKey, None)
@@ -104,10 +105,9 @@ class TaskStatefulProcessor(StatefulProcessor):
         if not fresh:
             task = cached[1]
         else:
-            stored = self.state.get()
             task = self._newTask(taskId, partition)
-            if stored:
-                task.restore(pickle.loads(stored[1]))
+            if checkpointRow:
+                task.restore(pickle.loads(checkpointRow[1]))
             elif plan.get("initialPartitionTimes"):  # taking over: Kafka Streams' committed partition times
                 _seedPartitionTimes(task, partition, plan["initialPartitionTimes"])
             task.wallClockTime = now
@@ -207,7 +207,6 @@ class TaskStatefulProcessor(StatefulProcessor):
             blob = pickle.dumps(task.checkpoint(), protocol=5)
             pickled = time.perf_counter()
             self.state.update((newVersion, blob))
-            self.version.update((newVersion,))
             stored = time.perf_counter()
             # the task's commit: record caches, stores and changelogs, checkpoint (Kafka's commit-latency)
             metrics[f"commit-latency|stream-task-metrics|task-id={taskId}"] = round((stored - committing) * 1e9)
