@@ -484,14 +484,14 @@ def test_kafka_streams_application_reset_works_on_a_kspark_application(spark, ka
     assert list(jvmLibDir().glob("kafka-tools-*.jar")), f"no kafka-tools jar in {jvmLibDir()}: run `make jvm`"
     servers = kafkaBroker.bootstrapServers
     topics = openTopics({"bootstrap.servers": servers})
-    topics.createTopic("reset-in", PARTITIONS)
-    topics.createTopic("reset-out", PARTITIONS)
+    topics.createTopic("appreset-in", PARTITIONS)
+    topics.createTopic("appreset-out", PARTITIONS)
     words = ["a", "b", "a", "c", "b", "a"]
-    topics.produce("reset-in", [(STRING.serialize("", f"k{i}"), STRING.serialize("", w), BASE_MS + i)
+    topics.produce("appreset-in", [(STRING.serialize("", f"k{i}"), STRING.serialize("", w), BASE_MS + i)
                                 for i, w in enumerate(words)], partitioner=partitionForKey)
     b = StreamsBuilder()
-    (b.stream("reset-in", Consumed.with_(STRING, STRING)).groupBy(lambda k, v: v, Grouped.with_(STRING, STRING))
-     .count().toStream().to("reset-out", Produced.with_(STRING, LONG)))
+    (b.stream("appreset-in", Consumed.with_(STRING, STRING)).groupBy(lambda k, v: v, Grouped.with_(STRING, STRING))
+     .count().toStream().to("appreset-out", Produced.with_(STRING, LONG)))
     topology = b.build()
     internal = ["rs-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog",
                 "rs-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"]
@@ -506,23 +506,23 @@ def test_kafka_streams_application_reset_works_on_a_kspark_application(spark, ka
 
     def counts():
         return sorted((STRING.deserialize("", k), LONG.deserialize("", v))
-                      for records in readAll(servers, ["reset-out"])["reset-out"].values() for k, v, _, _ in records)
+                      for records in readAll(servers, ["appreset-out"])["appreset-out"].values() for k, v, _, _ in records)
 
     once = [("a", 3), ("b", 2), ("c", 1)]  # the record cache (on by default) forwards each batch's last count
     run(tmp_path / "state")
     assert counts() == once
     assert set(internal) <= set(topics.listTopics())
-    assert sum(o for o, _ in topics.committedOffsets("rs", "reset-in").values()) == len(words)
+    assert sum(o for o, _ in topics.committedOffsets("rs", "appreset-in").values()) == len(words)
 
     reset = subprocess.run(
         [javaExecutable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", jvmClasspath(),
          "org.apache.kafka.tools.StreamsResetter", "--bootstrap-server", servers, "--application-id", "rs",
-         "--input-topics", "reset-in"], capture_output=True, text=True, timeout=120)
+         "--input-topics", "appreset-in"], capture_output=True, text=True, timeout=120)
     assert reset.returncode == 0, reset.stdout + reset.stderr
     assert not set(internal) & set(topics.listTopics()), reset.stdout
-    assert {p: o for p, (o, _) in topics.committedOffsets("rs", "reset-in").items()} == {0: 0, 1: 0}
+    assert {p: o for p, (o, _) in topics.committedOffsets("rs", "appreset-in").items()} == {0: 0, 1: 0}
 
     run(tmp_path / "state-after-reset")  # state.dir deleted, as the tool says (KafkaStreams#cleanUp in Java)
     assert counts() == sorted(once + once)  # counted from 0 again (a: 3, not 6): the stores start empty
     assert set(internal) <= set(topics.listTopics())
-    assert sum(o for o, _ in topics.committedOffsets("rs", "reset-in").values()) == len(words)
+    assert sum(o for o, _ in topics.committedOffsets("rs", "appreset-in").values()) == len(words)
