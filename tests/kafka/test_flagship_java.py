@@ -11,6 +11,7 @@ over its 20-minute budget; run it with ``pytest -m slow tests/kafka/test_flagshi
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,73 @@ def test_java_port_of_the_flagship_writes_the_examples_540_signals(kafkaBroker, 
     got = readTopic(topics, names["signals"])  # read_committed
     assert len(got) == len(expected)
     assert got == expected
+
+
+def javaFlagship(servers, appId, stateDir, **args):
+    """Run bench.Flagship until the group's committed offsets reach the inputs' ends, then close."""
+    done = subprocess.run(
+        [javaExecutable(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+         compileJava(JAVA_SOURCES, CLASS_CACHE), "bench.Flagship", f"bootstrap={servers}", f"appId={appId}",
+         f"stateDir={stateDir}", *(f"{k}={v}" for k, v in args.items())],
+        capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def test_java_first_half_then_kspark_second_half_gives_the_540_signals(spark, kafkaBroker, tmp_path, request):
+    """Issue 33, the flagship the same way as tests/kafka/test_migration.py: Kafka Streams 4.3
+    (bench.Flagship, exactly_once_v2) processes the inputs stamped before the middle price and is
+    closed; the rest is produced; kspark, with the same application.id and the example's
+    topology, takes the application over (the group's offsets, the KTable's and the dedup store's
+    changelogs, the repartition topic's unread records, the global topic) and processes the rest.
+    The signals read read_committed are the 540 of one run over all the input, byte for byte."""
+    from kspark import KafkaStreams
+    from kspark.topics._kafka import groupMembers
+
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for name in ("prices", "valuations", "companies", "signals"):
+        if topics.partitionsFor(name) is not None:
+            topics.deleteTopic(name)
+    request.addfinalizer(lambda: [topics.deleteTopic(t) for t in ("prices", "valuations", "companies", "signals")])
+    prices, valuations = vs.readPrices(), vs.readValuations()
+    expected = driverRecords(prices, valuations)
+    assert len(expected) == 540
+
+    middle = sorted(vs.epochMs(p["snapshot_ts"]) for p in prices)[len(prices) // 2]
+    companies = vs.companyRecords(valuations)  # as driverRecords: latest name and sector, first publication time
+    halves = [([p for p in prices if (vs.epochMs(p["snapshot_ts"]) < middle) == early],
+               [v for v in map(vs.valuationRecord, valuations) if (v[2] < middle) == early],
+               [c for c in companies if (c[2] < middle) == early]) for early in (True, False)]
+    for name, partitions in (("prices", vs.PRICE_PARTITIONS), ("valuations", vs.VALUATION_PARTITIONS),
+                             ("signals", vs.SIGNAL_PARTITIONS), ("companies", 1)):
+        topics.createTopic(name, partitions)
+
+    def produce(half):  # as vs.loadTopics: prices stamped when loaded (event time in the payload)
+        key, value, now = Serdes.String(), Serdes.JSON(), int(time.time() * 1000)
+        pricesHalf, valuationsHalf, companiesHalf = half
+        topics.produce("prices", [(key.serialize("prices", p["code"]), value.serialize("prices", p), now)
+                                  for p in pricesHalf], partitioner=partitionForKey)
+        for name, records in (("valuations", valuationsHalf), ("companies", companiesHalf)):
+            topics.produce(name, [(key.serialize(name, k), value.serialize(name, v), ts) for k, v, ts in records],
+                           partitioner=partitionForKey)
+
+    produce(halves[0])
+    appId = "flagship-migration"
+    javaFlagship(kafkaBroker.bootstrapServers, appId, tmp_path / "java-state", sessionTimeoutMs=6000)
+    javaSignals = len(readTopic(topics, "signals"))
+    produce(halves[1])
+    deadline = time.monotonic() + 30  # Java's close does not leave the group: its 6 s session expires
+    while groupMembers({"bootstrap.servers": kafkaBroker.bootstrapServers}, appId):
+        assert time.monotonic() < deadline, "Kafka Streams' member is still in the group"
+        time.sleep(0.5)
+
+    streams = KafkaStreams(vs.buildTopology(), {
+        "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
+        "state.dir": str(tmp_path / "kspark-state"), "processing.guarantee": "exactly_once_v2"}, spark=spark)
+    streams.start()
+    streams.awaitTermination()
+    streams.close()
+
+    got = readTopic(topics, "signals")  # read_committed
+    assert 0 < javaSignals < len(expected)  # each system wrote a part
+    assert len(got) == len(expected)
+    assert sorted(got) == sorted(expected)

@@ -17,6 +17,7 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -57,7 +58,8 @@ import org.apache.kafka.streams.state.Stores;
  *
  * <p>Arguments are {@code key=value}: bootstrap, appId, stateDir, prices, valuations, companies,
  * signals (topic names; defaults as the example's), threads (default 2), threshold (default 0.05),
- * idleMs ({@code max.task.idle.ms}, default 5000).
+ * idleMs ({@code max.task.idle.ms}, default 5000), sessionTimeoutMs (the consumers' session timeout,
+ * Kafka's 45 s if not given: a closed application's member leaves the group when it expires).
  * exactly_once_v2, commit.interval.ms 100 (Kafka's default under EOS).
  *
  * <p>{@code max.task.idle.ms}: the join task reads the prices and the repartitioned valuations;
@@ -278,6 +280,11 @@ public final class Flagship {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, Long.parseLong(args.getOrDefault("idleMs", "5000")));
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        if (args.containsKey("sessionTimeoutMs")) {  // a test that hands the group over waits for it to expire
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_CONFIG),
+                      Integer.parseInt(args.get("sessionTimeoutMs")));
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
+        }
         final KafkaStreams streams = new KafkaStreams(topology(args), props);
         streams.setUncaughtExceptionHandler(e -> {
             System.out.println("STREAMS FAILED");
