@@ -281,7 +281,7 @@ public final class Flagship {
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, Long.parseLong(args.getOrDefault("idleMs", "5000")));
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         if (args.containsKey("sessionTimeoutMs")) {  // a test that hands the group over waits for it to expire
-            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_CONFIG),
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG),
                       Integer.parseInt(args.get("sessionTimeoutMs")));
             props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
         }
