@@ -26,7 +26,7 @@ sys.path.insert(0, str(EXAMPLES))
 import valuation_signals as vs  # noqa: E402
 from kspark import Consumed, KafkaStreams, Produced, Serdes, StreamsBuilder, StreamsException  # noqa: E402
 from kspark.testing import KafkaBroker  # noqa: E402
-from kspark.testing._kafka_broker import _freePort  # noqa: E402
+from kspark.testing._jvm_server import freePort as _freePort  # noqa: E402
 from kspark.topics import openTopics  # noqa: E402
 from kspark.topics._kafka import KafkaSinkWriter  # noqa: E402
 

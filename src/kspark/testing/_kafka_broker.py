@@ -8,23 +8,14 @@ from __future__ import annotations
 
 import base64
 import os
-import signal
-import socket
 import subprocess
-import tempfile
-import time
 import uuid
 from pathlib import Path
 
 from ._jvm import javaExecutable, jvmClasspath
+from ._jvm_server import JvmServer, freePort
 
 __all__ = ["KafkaBroker"]
-
-
-def _freePort() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _clusterId() -> str:
@@ -36,7 +27,7 @@ def _clusterId() -> str:
             return text
 
 
-class KafkaBroker:
+class KafkaBroker(JvmServer):
     """A single-node Kafka broker (KRaft, combined broker and controller) on 127.0.0.1.
 
     ``start()`` formats the log directory on first use and waits until the broker answers a
@@ -80,28 +71,21 @@ class KafkaBroker:
         (with the end of its log).
     """
 
+    title = "The Kafka broker"
+
     def __init__(self, logDir: str | os.PathLike | None = None, port: int | None = None, heapMb: int = 512,
                  config: dict[str, str] | None = None, clientConfig: dict[str, str] | None = None,
                  scramCredentials: dict[str, str] | None = None) -> None:
-        self._ownsDir = logDir is None
-        self.logDir = Path(logDir) if logDir is not None else Path(tempfile.mkdtemp(prefix="kspark-kafka-"))
-        self.port = port or _freePort()
-        self.controllerPort = _freePort()
-        self.heapMb = heapMb
+        super().__init__(logDir, port, heapMb, "kspark-kafka-")
+        self.controllerPort = freePort()
         self._extra = dict(config or {})
         self.clientConfig = dict(clientConfig or {})
         self._scram = dict(scramCredentials or {})
-        self._process: subprocess.Popen | None = None
 
     @property
     def bootstrapServers(self) -> str:
         """``127.0.0.1:<port>``: the value of ``bootstrap.servers``."""
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        """The broker JVM's process id while it runs."""
-        return self._process.pid if self._process is not None and self._process.poll() is None else None
 
     def _properties(self) -> Path:
         settings = {
@@ -156,76 +140,9 @@ class KafkaBroker:
             )
             if formatted.returncode != 0:
                 raise RuntimeError(f"Formatting the Kafka log directory failed:\n{formatted.stdout}{formatted.stderr}")
-        with open(log, "ab") as out:
-            self._process = subprocess.Popen([*jvm, "kafka.Kafka", str(properties)], stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True)
-        self._awaitReady(timeout, log)
-        return self
-
-    def _awaitReady(self, timeout: float, log: Path) -> None:
         from confluent_kafka.admin import AdminClient
 
-        deadline = time.monotonic() + timeout
         admin = AdminClient({**self.clientConfig, "bootstrap.servers": self.bootstrapServers, "log_level": 0})
-        while True:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"The Kafka broker exited with code {self._process.returncode}:\n{_tail(log)}")
-            try:
-                if admin.list_topics(timeout=1).brokers:
-                    return
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"The Kafka broker did not answer within {timeout:.0f} s:\n{_tail(log)}")
-            time.sleep(0.2)
-
-    def stop(self, stopTimeout: float = 30.0) -> None:
-        """Shut the broker down (SIGTERM; SIGKILL after ``stopTimeout`` seconds). Its logs stay."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(stopTimeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def kill(self) -> None:
-        """Kill the broker at once (SIGKILL), as a crash would."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
-
-    def rssMb(self) -> float | None:
-        """The broker JVM's resident memory in MiB (from /proc), while it runs."""
-        pid = self.pid
-        if pid is None:
-            return None
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return None
-
-    def close(self) -> None:
-        """Stop the broker and delete its directory if this object created it."""
-        self.stop()
-        if self._ownsDir:
-            import shutil
-
-            shutil.rmtree(self.logDir, ignore_errors=True)
-
-    def __enter__(self) -> "KafkaBroker":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {path})"
+        self._launch([*jvm, "kafka.Kafka", str(properties)], log, lambda: bool(admin.list_topics(timeout=1).brokers),
+                     timeout)
+        return self

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,16 +20,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ._jvm_server import freePort
+
 __all__ = ["SparkStandaloneCluster"]
 
 _MASTER = "org.apache.spark.deploy.master.Master"
 _WORKER = "org.apache.spark.deploy.worker.Worker"
-
-
-def _freePort() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _sparkHome() -> Path:
@@ -118,7 +113,7 @@ class SparkStandaloneCluster:
             (self.clusterDir / sub).mkdir(parents=True, exist_ok=True)
         # the master's REST submission server would take the fixed port 6066 (one per machine)
         (self.clusterDir / "conf" / "spark-defaults.conf").write_text("spark.master.rest.enabled false\n")
-        self.port, self.webUiPort = _freePort(), _freePort()
+        self.port, self.webUiPort = freePort(), freePort()
         (self.clusterDir / "cluster.json").write_text(json.dumps(
             {"masterUrl": self.masterUrl, "port": self.port, "webUiPort": self.webUiPort, "workers": self.workers}))
         # spark-daemon.sh waits ~2.5 s after launching its JVM: start all daemons at once (a
@@ -134,7 +129,7 @@ class SparkStandaloneCluster:
         return self
 
     def _launchWorker(self, worker: int) -> subprocess.Popen:
-        return self._daemon("start", _WORKER, worker, "--host", "127.0.0.1", "--webui-port", str(_freePort()),
+        return self._daemon("start", _WORKER, worker, "--host", "127.0.0.1", "--webui-port", str(freePort()),
                             "--cores", str(self.coresPerWorker), "--memory", f"{self.workerMemoryMb}m",
                             "--work-dir", str(self.clusterDir / "work" / f"worker-{worker}"), self.masterUrl)
 
