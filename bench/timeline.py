@@ -69,6 +69,9 @@ def main(argv=None) -> int:
              "spark.eventLog.rolling.enabled": "false",
              "spark.sql.streaming.numRecentProgressUpdates": "10000"}
     confs.update(dict(kv.split("=", 1) for kv in args.conf))
+    if confs.get("spark.sql.streaming.stateStore.coordinatorReportSnapshotUploadLag") == "false":
+        # Spark refuses the one without the other (its default forceSnapshotUploadOnLag is true)
+        confs.setdefault("spark.sql.streaming.stateStore.forceSnapshotUploadOnLag", "false")
     spark = getOrCreateSession(StreamsConfig({"kspark.spark.master": "local[2]", "application.id": "timeline", **confs}))
     extra = dict(kv.split("=", 1) for kv in args.kspark)
     if args.trigger is not None:  # digits: int ms
@@ -166,7 +169,8 @@ def analyse(progress: list[dict], timeline: Path, events: Path) -> dict:
         if m.get("batch") is not None:
             byBatch.setdefault(int(m["batch"]), []).append(m)
     driverMarks = sorted((m for m in marks if m["event"].startswith(("source.latestOffset", "source.partitions",
-                                                                       "source.commit", "sink.commit"))),
+                                                                       "source.commit", "sink.commit",
+                                                                       "source.reportLatestOffset", "sink.streamWriter"))),
                          key=lambda m: m["t"])
     rows = []
     periods = []
@@ -179,11 +183,19 @@ def analyse(progress: list[dict], timeline: Path, events: Path) -> dict:
             periods.append((nxt - t0) * 1000)
         d = p["durationMs"]
         row = {"batch": b, "rows": p["numInputRows"], "durationMs": d}
+        # Spark's state store (the sum over the batch's Spark tasks): commit, and its parts
+        for op in p.get("stateOperators", ())[:1]:
+            row["state.commitTimeMs"] = op.get("commitTimeMs")
+            metrics = op.get("customMetrics", {})
+            for name in ("rocksdbChangeLogWriterCommitLatencyMs", "rocksdbCommitCheckpointLatency",
+                         "rocksdbCommitFlushLatency", "rocksdbLoadLatencyMs"):
+                if name in metrics:
+                    row["state." + name] = metrics[name]
         ms = lambda t: round((t - t0) * 1000)  # noqa: E731
         end = t0 + d["triggerExecution"] / 1000
         lo = [m for m in driverMarks if t0 - 0.001 <= m["t"] <= end + 0.001]
-        for name in ("source.latestOffset.start", "source.latestOffset.end", "source.partitions", "source.commit",
-                     "sink.commit"):
+        for name in ("source.latestOffset.start", "source.latestOffset.end", "source.reportLatestOffset",
+                     "source.partitions", "source.commit", "sink.streamWriter", "sink.commit"):
             hits = [m["t"] for m in lo if m["event"] == name]
             if hits:
                 row[name] = ms(hits[0])
@@ -222,8 +234,10 @@ def analyse(progress: list[dict], timeline: Path, events: Path) -> dict:
     for key in sorted({k for r in steady for k in r["durationMs"]}):
         duration[key] = statistics.median(r["durationMs"].get(key, 0) for r in steady)
     median = sorted(steady, key=lambda r: r["end"])[len(steady) // 2] if steady else None
+    state = {k.split(".", 1)[1]: medians.pop(k) for k in [k for k in medians if k.startswith("state.")]}
     return {"batches_with_input": len(rows), "median_period_ms": statistics.median(periods) if periods else None,
-            "median_durationMs": duration, "median_step_ms": dict(sorted(medians.items(), key=lambda kv: kv[1])),
+            "median_durationMs": duration, "median_state_ms": state,
+            "median_step_ms": dict(sorted(medians.items(), key=lambda kv: kv[1])),
             "median_batch": median}
 
 

@@ -663,6 +663,32 @@ def test_reader_records_the_log_end_in_the_offsets_so_a_replay_gets_the_same_lag
     assert [r.lag for r in reader.partitions(reader.initialOffset(), end)] == [3]
 
 
+def test_reader_reads_each_log_end_once_per_batch_and_reports_the_ends_it_planned_with(tmp_path):
+    """Spark asks ``reportLatestOffset`` (progress ``latestOffset``) right after ``latestOffset``:
+    the reader answers with the log ends it just read, not with a second request per topic
+    (issue 34 §1: the driver's calls per batch); asked without a ``latestOffset`` before, it reads."""
+    topics = LocalTopics(tmp_path)
+    topics.createTopic("a", 2)
+    topics.append("a", 0, rows(0, 0, 5))
+    reader = TopicsStreamReader({"root": str(tmp_path), "topics": "a", "maxRecordsPerTrigger": "2"})
+    reads = []
+    endOffsets, topicId = topics.endOffsets, topics.topicId
+    reader._topics.endOffsets = lambda name: reads.append(("end", name)) or endOffsets(name)
+    reader._topics.topicId = lambda name: reads.append(("id", name)) or topicId(name)
+    end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(2))
+    assert end["a/0"] == 2 and end["a/0@logEnd"] == 5
+    topics.append("a", 1, rows(1, 0, 3))  # after the batch was planned
+    reads.clear()
+    assert reader.reportLatestOffset() == {"a/0": 5, "a/1": 0}  # the ends the batch was planned with
+    assert reads == []
+    end = reader.latestOffset(end, ReadMaxRows(2))
+    assert sorted(reads) == [("end", "a"), ("id", "a")]  # one read of each per batch
+    assert (end["a/0"], end["a/1"], end["a/1@logEnd"]) == (3, 1, 3)
+    assert reader.reportLatestOffset() == {"a/0": 5, "a/1": 3}
+    topics.append("a", 1, rows(1, 3, 1))
+    assert reader.reportLatestOffset() == {"a/0": 5, "a/1": 4}  # no latestOffset before: read now
+
+
 def test_reader_and_writer_reject_bad_options(tmp_path):
     LocalTopics(tmp_path).createTopic("a", 1)
     with pytest.raises(UnknownTopicOrPartitionException, match="^This server does not host this topic-partition: nope$"):

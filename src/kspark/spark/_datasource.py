@@ -351,6 +351,7 @@ class TopicsDataSource(DataSource):
         return TopicsStreamReader(self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
+        mark("sink.streamWriter")  # on the driver: each batch's planning and its commit make one
         if (self.options.get("backend") or "local").lower() == "kafka":
             return KafkaTopicsStreamWriter(self.options, schema)
         return LocalTopicsStreamWriter(self.options, schema)
@@ -465,6 +466,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._defaultPolicy = default
         self._groupId = options.get("groupId") or None
         self._availableNowTargets: dict[str, int] | None = None
+        self._seenEnds: dict[str, int] | None = None  # the log ends latestOffset read (reportLatestOffset)
         heartbeat = options.get("heartbeat", "false").strip().lower()
         # None: no heartbeat; 0: one per trigger; N: one per N ms at most
         self._heartbeat = 0 if heartbeat == "true" else int(heartbeat) if heartbeat.isdigit() else None
@@ -478,8 +480,11 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _policy(self, topic: str) -> str:
         return self._policies.get(topic, self._defaultPolicy)
 
-    def _endOffsets(self) -> dict[str, int]:
-        ends = {t: self._topics.endOffsets(t) for t in self._names}
+    def _endOffsets(self, ends: dict[str, dict[int, int]] | None = None) -> dict[str, int]:
+        """``"<topic>/<partition>"`` -> log end offset, from ``ends`` (topic -> partition -> end,
+        as :meth:`Topics.endOffsets` gives them) if given, else read now."""
+        if ends is None:
+            ends = {t: self._topics.endOffsets(t) for t in self._names}
         return {_offsetKey(t, p): ends[t][p] for t, p in self._partitions}
 
     def _topicIds(self) -> dict[str, str]:
@@ -548,17 +553,25 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._availableNowTargets = self._endOffsets()
 
     def reportLatestOffset(self) -> dict:
-        return self._endOffsets()
+        """The log ends (progress ``latestOffset``). Spark asks right after :meth:`latestOffset`,
+        which read them a moment ago: those are returned (one call, once), not read again."""
+        mark("source.reportLatestOffset")
+        seen, self._seenEnds = self._seenEnds, None
+        return seen if seen is not None else self._endOffsets()
 
-    def _startsOf(self, start: dict) -> tuple[dict[str, int], dict[str, int]]:
-        """Where the next batch starts per partition, and the resets among them (see the class doc)."""
-        ids = self._topicIds()
+    def _startsOf(self, start: dict, ids: dict[str, str] | None = None,
+                  logEnds: dict[str, dict[int, int]] | None = None) -> tuple[dict[str, int], dict[str, int]]:
+        """Where the next batch starts per partition, and the resets among them (see the class doc).
+        ``ids`` (:meth:`_topicIds`) and ``logEnds`` (topic -> partition -> end offset): as read
+        by the caller, else read here."""
+        if ids is None:
+            ids = self._topicIds()
         starts: dict[str, int] = {}
         resets: dict[str, int] = {}
         for topic in self._names:
             recreated = f"{topic}@id" in start and f"{topic}@id" in ids and start[f"{topic}@id"] != ids[f"{topic}@id"]
             beginnings = self._topics.beginningOffsets(topic)
-            ends = self._topics.endOffsets(topic)
+            ends = logEnds[topic] if logEnds is not None else self._topics.endOffsets(topic)
             for partition, beginning in beginnings.items():
                 key = _offsetKey(topic, partition)
                 position = start.get(key, beginning)
@@ -597,10 +610,15 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Other limits read everything available.
         """
         mark("source.latestOffset.start")
+        # each of the logs' ends, starts and topic ids read once per batch (each read is a
+        # request to the cluster on the driver, before Spark writes the batch's offsets)
+        logEnds = {t: self._topics.endOffsets(t) for t in self._names}
+        ids = self._topicIds()
         # Under availableNow the run sees the logs as they were when it started: records appended
         # later count neither as input nor as lag (else the run would never end).
-        ends = latest = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets()
-        starts, resets = self._startsOf(start)
+        ends = latest = self._availableNowTargets if self._availableNowTargets is not None else self._endOffsets(logEnds)
+        self._seenEnds = self._endOffsets(logEnds)  # for reportLatestOffset, which Spark calls next
+        starts, resets = self._startsOf(start, ids, logEnds)
         ends = {key: max(ends[key], starts[key]) for key in ends}
         available = {key: max(0, ends[key] - starts[key]) for key in ends}
         if isinstance(limit, ReadMaxRows):
@@ -615,7 +633,7 @@ class TopicsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets.update({key + _LATEST: max(latest[key], starts[key]) for key in ends})
         offsets.update({key + _FROM: position for key, position in resets.items()})
         offsets.update(self._logChains(offsets))
-        offsets.update(self._topicIds())
+        offsets.update(ids)
         if self._heartbeat is not None and self._availableNowTargets is None:
             now = time.time_ns() // 1_000_000  # a new batch every trigger (or N ms), data or not
             offsets[_HEARTBEAT] = now - now % self._heartbeat if self._heartbeat else now
