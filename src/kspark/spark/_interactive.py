@@ -26,6 +26,7 @@ import pickle
 import shutil
 import tempfile
 import threading
+import weakref
 
 from ..errors import InvalidStateStoreException, StreamsException
 from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
@@ -134,7 +135,8 @@ def persistentStoreView(streams, storeName: str, partitions: list[int] | None = 
                           lambda: topology.storeBuilders()[storeName].build(config.defaultKeySerde(),
                                                                              config.defaultValueSerde()),
                           checkpointId, committed)
-    view._restoredDir = restoredDir
+    if restoredDir is not None:
+        view._dirs.append(restoredDir)  # local stores restored for this view
     return view
 
 
@@ -226,6 +228,11 @@ class _TaskStoresView:
 
         self._dbs: list = []
         self._tmp = tempfile.mkdtemp(prefix="kspark-iq-")
+        # the secondary instances' directories and any stores restored for this view: released
+        # by close(), else when the view is garbage collected or the interpreter exits (a view
+        # that KafkaStreams.store() handed out has no close in Kafka's API)
+        self._dirs = [self._tmp]
+        self._release = weakref.finalize(self, _releaseView, self._dbs, self._dirs)
         stores = []
         for i, path in enumerate(paths):
             if committed is None or not os.path.isfile(os.path.join(path, "CURRENT")):
@@ -246,15 +253,16 @@ class _TaskStoresView:
     def name(self) -> str:
         return self._storeName
 
-    _restoredDir = None  # local stores restored for this view (persistentStoreView's restoreMissing)
-
     def close(self) -> None:
-        for db in self._dbs:
-            db.close()
-        self._dbs = []
-        shutil.rmtree(self._tmp, ignore_errors=True)
-        if self._restoredDir is not None:
-            shutil.rmtree(self._restoredDir, ignore_errors=True)
+        self._release()
+
+
+def _releaseView(dbs: list, dirs: list) -> None:
+    for db in dbs:
+        db.close()
+    dbs.clear()
+    for path in dirs:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class _TaskKeyValueView(_TaskStoresView, MergedKeyValueView):
