@@ -148,3 +148,28 @@ def test_the_launcher_drops_spark_s_zips_of_the_installed_pyspark_and_py4j(tmp_p
     first, py4jFile, pysparkFile = done.stdout.decode().split()
     assert first == str(tmp_path)  # the zips are gone, the other entry stays
     assert py4jFile == py4j.__file__ and pysparkFile == pyspark.__file__  # the installed, compiled copies
+
+
+def test_a_server_whose_starting_process_was_killed_ends_and_removes_its_directory(tmp_path):
+    """A SIGKILLed driver runs no atexit hook: the server sees its pipe close and cleans up itself."""
+    script = ("import os, sys, time\nfrom kspark.spark import _forkserver\n"
+              "process, path, stop = _forkserver.launch(dict(os.environ))\n"
+              "while not os.path.exists(path): time.sleep(0.05)\n"
+              "print(path, process.pid, flush=True)\nos.kill(os.getpid(), 9)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                          env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    path, pid = done.stdout.decode().split()
+    assert os.path.dirname(path).startswith(str(tmp_path))
+    deadline = time.time() + 60
+    while os.path.exists(os.path.dirname(path)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.iterdir()) == []
+    while time.time() < deadline:
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the fork server {pid} still runs")

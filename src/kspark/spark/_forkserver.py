@@ -393,9 +393,10 @@ def main() -> None:
     server.preload()
     try:
         server.serve()
-    finally:
+    finally:  # the socket and its directory (launch's stop() is not run if the starting process was killed)
         try:
             os.unlink(path)
+            os.rmdir(os.path.dirname(path))
         except OSError:
             pass
 
