@@ -5,7 +5,10 @@ Kafka's names, groups and tags as Kafka Streams 4.3.1 reports them (ThreadMetric
 ProcessorNodeMetrics: ``stream-thread-metrics``/``stream-task-metrics``/
 ``stream-processor-node-metrics``, tags ``thread-id``, ``task-id``, ``processor-node-id``); the
 consumer's ``records-lag`` (``consumer-fetch-manager-metrics``, ``client-id``, ``topic``,
-``partition``). Dropped records: rule T-8 (a record that does not deserialize is skipped and counted)."""
+``partition``). Dropped records: rule T-8 (a record that does not deserialize is skipped and counted).
+With ``metrics.recording.level`` DEBUG, the count's store has Kafka's StateStoreMetrics
+(``stream-state-metrics``, tag ``rocksdb-state-id``: ``put-rate``, ``get-rate``, latencies in ns),
+rule MT-1 of tests/unit/test_store_metrics.py."""
 
 import socket
 import time
@@ -13,7 +16,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kspark import Consumed, KafkaStreams, LogAndContinueExceptionHandler, Produced, Serdes, StreamsBuilder
+from kspark import (Consumed, Grouped, KafkaStreams, LogAndContinueExceptionHandler, Materialized, Produced, Serdes,
+                    StreamsBuilder)
 from kspark.runtime.metrics import MetricName
 from kspark.runtime.partitioner import partitionForKey
 from kspark.topics import LocalTopics
@@ -47,14 +51,17 @@ def test_metrics_scraped_from_prometheus_have_kafka_names_and_the_run_s_values(s
     assert all(perTask.values()) and sum(droppedPerTask.values()) == 3
 
     b = StreamsBuilder()
-    b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long()).withName("src")).mapValues(
-        lambda v: v * 10, named="times-ten").to("out", Produced.with_(Serdes.String(), Serdes.Long()).withName("sink"))
+    source = b.stream("in", Consumed.with_(Serdes.String(), Serdes.Long()).withName("src"))
+    source.mapValues(lambda v: v * 10, named="times-ten").to(
+        "out", Produced.with_(Serdes.String(), Serdes.Long()).withName("sink"))
+    # a get and a put on the store "counts" per record
+    source.groupByKey(Grouped.with_(Serdes.String(), Serdes.Long())).count(Materialized.as_("counts"))
     port = freePort()
     streams = KafkaStreams(b.build(), {
         "application.id": "metrics-app", "kspark.topics.dir": str(tmp_path / "topics"),
         "state.dir": str(tmp_path / "state"), "kspark.progress": "plain",
         "deserialization.exception.handler": LogAndContinueExceptionHandler,
-        "kspark.metrics.prometheus.port": port,
+        "kspark.metrics.prometheus.port": port, "metrics.recording.level": "DEBUG",
     }, spark=spark)
     started = time.time() * 1000
     streams.start()
@@ -90,6 +97,13 @@ def test_metrics_scraped_from_prometheus_have_kafka_names_and_the_run_s_values(s
         assert ("kafka_streams_stream_processor_node_metrics_record_e2e_latency_avg",
                 tuple(sorted({"thread_id": THREAD, "task_id": task, "processor_node_id": "times-ten"}.items()))) \
             not in scraped
+        # DEBUG's store metrics of the count's store (RocksDB on the Spark host): a get and a put
+        # per record of the task, per second over the live windows (at least 30 s); ns per call
+        for op in ("get", "put"):
+            store = {"thread_id": THREAD, "task_id": task, "rocksdb_state_id": "counts"}
+            assert 0 < value(f"kafka_streams_stream_state_metrics_{op}_rate", **store) <= n / 30
+            assert 0 < value(f"kafka_streams_stream_state_metrics_{op}_latency_avg", **store) \
+                <= value(f"kafka_streams_stream_state_metrics_{op}_latency_max", **store)
         # a task's process latency per record (ns) of its batches
         assert value("kafka_streams_stream_task_metrics_process_latency_avg", thread_id=THREAD, task_id=task) > 0
     assert value("kafka_streams_stream_thread_metrics_process_total", thread_id=THREAD) == len(good)
@@ -107,6 +121,9 @@ def test_metrics_scraped_from_prometheus_have_kafka_names_and_the_run_s_values(s
     assert metrics[MetricName("process-total", "stream-task-metrics",
                               (("thread-id", THREAD), ("task-id", "0_0")))] == perTask[0]
     assert metrics[MetricName("process-total", "stream-thread-metrics", (("thread-id", THREAD),))] == len(good)
+    assert 0 < metrics[MetricName("put-rate", "stream-state-metrics",
+                              (("thread-id", THREAD), ("task-id", "0_1"), ("rocksdb-state-id", "counts")))] \
+        <= perTask[1] / 30  # a rate's elapsed time runs on the clock: each read differs a little
     assert metrics[MetricName("records-lag", "consumer-fetch-manager-metrics",
                               (("client-id", f"{THREAD}-consumer"), ("topic", "in"), ("partition", "1")))] == 0
 

@@ -17,11 +17,15 @@ from typing import NamedTuple
 
 __all__ = ["MetricName", "Metrics", "SampledMetrics"]
 
+STORE_CALL_SUFFIXES = ("-calls", "-latency-sum", "-latency-max")
+"""The figures of a store operation in a task's metrics row (:meth:`Metrics.encoded`)."""
+
 THREAD_GROUP = "stream-thread-metrics"
 TASK_GROUP = "stream-task-metrics"
 NODE_GROUP = "stream-processor-node-metrics"
 CONSUMER_GROUP = "consumer-fetch-manager-metrics"
 DROP_REASON_GROUP = "kspark-dropped-records"
+STATE_GROUP = "stream-state-metrics"
 E2E_HISTOGRAM_GROUP = "kspark-record-e2e-latency"
 """kspark's histogram of the end-to-end latency (ms) of the records written to output topics
 (sinks to topics other than internal ones), for the progress view's p50/p95: counts per
@@ -31,7 +35,7 @@ E2E = "record-e2e-latency"
 # a Spark task's timings of one batch (ns, one value per task and batch in its metrics row)
 SAMPLE_NAMES = ("process-latency", "commit-latency", "punctuate-latency")
 # Kafka's per-thread and per-task names that carry a thread-id tag
-_THREADED_GROUPS = (TASK_GROUP, NODE_GROUP, DROP_REASON_GROUP)
+_THREADED_GROUPS = (TASK_GROUP, NODE_GROUP, STATE_GROUP, DROP_REASON_GROUP)
 _BUCKETS_PER_OCTAVE = 8
 
 
@@ -101,6 +105,10 @@ class Metrics:
         self._latencyNodes: list = []
         self.latencies: dict[tuple, list] = {}  # tags -> [count, sum, min, max] (ms)
         self.histogram: defaultdict[int, int] = defaultdict(int)  # output e2e latency buckets
+        # metrics.recording.level DEBUG: [calls, ns, max ns] of each metered store operation, by
+        # its name without suffix (``put``, ``stream-state-metrics``, task and store tags); the
+        # store's wrappers (kspark.runtime.store_metrics) add to the lists in place
+        self.storeOps: dict[MetricName, list] = {}
 
     def addSource(self, owner) -> None:
         """Count ``owner.processed`` as metric ``owner.processCounter`` (kspark internal)."""
@@ -176,6 +184,8 @@ class Metrics:
             s.processed = 0
         self.latencies.clear()
         self.histogram.clear()
+        for op in self.storeOps.values():
+            op[0] = op[1] = op[2] = 0
 
     def add(self, name: MetricName, amount: float = 1) -> None:
         self.counters[name] += amount
@@ -203,6 +213,10 @@ class Metrics:
                 out[MetricName(f"{E2E}-{stat}", NODE_GROUP, tags).encode()] = value
         for bucket, count in self.histogram.items():
             out[MetricName(f"{E2E}-bucket", E2E_HISTOGRAM_GROUP, (("bucket", str(bucket)),)).encode()] = count
+        for op, (calls, ns, maxNs) in self.storeOps.items():
+            if calls:  # a store operation's calls and latency (ns) this batch: <op>-calls, -latency-sum, -max
+                for stat, value in (("calls", calls), ("latency-sum", ns), ("latency-max", maxNs)):
+                    out[MetricName(f"{op.name}-{stat}", STATE_GROUP, op.tags).encode()] = value
         return out
 
 

@@ -24,6 +24,7 @@ from .metrics import NODE_GROUP, TASK_GROUP, MetricName, Metrics
 from .partitioner import partitionForKey
 from .punctuation_queue import PunctuationQueue, PunctuationSchedule
 from .record_queue import PartitionGroup, RawRecord, RecordQueue
+from .store_metrics import meterStores, recordsStoreMetrics
 
 __all__ = ["ProducedColumns", "ProducedRecord", "RecordContext", "StreamTask", "encodeHeaders", "decodeHeaders"]
 
@@ -598,6 +599,12 @@ class StreamTask:
         self._restoredSchedules: dict[tuple, int] = {}  # schedule key -> next fire time, from a checkpoint
         self._fastPath = None  # set by initialize(), see _buildFastPath
         self._prefillPlan = None  # set by the first prefillStores()
+        # metrics.recording.level DEBUG: Kafka's store-level metrics (put-rate, get-rate...) of the
+        # task's own stores, counted by wrappers of their methods (kspark.runtime.store_metrics)
+        self.storeMetrics = recordsStoreMetrics(config)
+        if self.storeMetrics:
+            meterStores({n: s for n, s in self.stores.items() if n not in self.globalStoreNames}, taskId,
+                        self.metrics.storeOps)
         self._streamTimeHeap = self._queues[PunctuationType.STREAM_TIME]._heap  # empty: nothing scheduled
 
     # ------------------------------------------------------------------ node behaviour
@@ -742,7 +749,9 @@ class StreamTask:
                 raise StreamsException(f"failed to initialize processor {node.name}") from e
         self.context.currentNode = None
         self._restoredSchedules = {}
-        self._fastPath = self._buildFastPath()
+        # the fused windowed loops call no store method per record: DEBUG's store metrics need the
+        # per-node path, whose processors call the store as Kafka's do
+        self._fastPath = None if self.storeMetrics else self._buildFastPath()
         if self.fuseChains:
             self._fuseChains()
 

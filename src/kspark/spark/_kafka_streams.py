@@ -310,7 +310,11 @@ class KafkaStreams:
         NaN without events) are this run's, over ``metrics.num.samples`` windows of
         ``metrics.sample.window.ms``; ``records-lag`` is each input partition's lag after the
         last micro-batch. kspark's own: ``dropped-records-total`` per node and ``reason``
-        (group ``kspark-dropped-records``).
+        (group ``kspark-dropped-records``). With ``metrics.recording.level`` ``DEBUG`` only (Kafka's
+        level for them; nothing is counted at the default ``INFO``): the stores'
+        ``stream-state-metrics`` (``<op>-rate``, ``<op>-latency-avg``/``-max`` in ns; tags
+        ``thread-id``, ``task-id``, ``<store type>-state-id``), this run's, for the operations
+        called in it (``kspark.runtime.store_metrics``).
 
         A batch's counters reach ``state.dir`` with its progress event, after it committed (a run
         killed between the two loses that batch's counters, not its records); this call waits

@@ -23,6 +23,11 @@ Kafka Streams' names, groups and tags (checked against Kafka Streams 4.3.1's own
   ``record-e2e-latency-avg``/``-min``/``-max`` (ms) of source nodes (at the wall-clock time the
   task's batch starts) and terminal nodes (when it has processed its records), and
   ``process-rate``/``-total`` (Kafka counts source nodes only; kspark every node);
+- ``stream-state-metrics`` (``thread-id``, ``task-id``, ``<store type>-state-id``), with
+  ``metrics.recording.level`` ``DEBUG`` only (Kafka's level for them): ``<op>-rate`` and
+  ``<op>-latency-avg``/``-max`` (ns per call) of the operations on a task's stores
+  (``put``, ``get``, ``fetch``...: ``kspark.runtime.store_metrics``), from the calls and ns
+  each task counted in its batch; a store operation not called in this run is not shown;
 - ``consumer-fetch-manager-metrics`` ``records-lag`` (``client-id`` =
   ``<thread-id>-consumer``, ``topic``, ``partition``): the input partition's lag as the last
   micro-batch left it.
@@ -37,8 +42,9 @@ import time
 from collections import defaultdict
 from typing import Callable
 
-from ..runtime.metrics import (CONSUMER_GROUP, E2E, E2E_HISTOGRAM_GROUP, NODE_GROUP, SAMPLE_NAMES, TASK_GROUP,
-                               THREAD_GROUP, MetricName, SampledMetrics, rateName, withThreadId)
+from ..runtime.metrics import (CONSUMER_GROUP, E2E, E2E_HISTOGRAM_GROUP, NODE_GROUP, SAMPLE_NAMES, STATE_GROUP,
+                               STORE_CALL_SUFFIXES, TASK_GROUP, THREAD_GROUP, MetricName, SampledMetrics, rateName,
+                               withThreadId)
 
 __all__ = ["HostMetrics", "PrometheusExporter", "prometheusName", "threadId"]
 
@@ -90,6 +96,7 @@ class HostMetrics:
         summaries: dict[tuple, dict[str, float]] = defaultdict(dict)
         samples: dict[str, dict[tuple, float]] = defaultdict(dict)
         threadTotals: dict[str, float] = defaultdict(float)
+        storeCalls: dict[tuple, dict[str, float]] = defaultdict(dict)
         with self._lock:
             for key, value in counters.items():
                 name = MetricName.decode(key)
@@ -103,6 +110,17 @@ class HostMetrics:
                     summaries[name.tags][name.name[len(E2E) + 1:]] = value
                 elif name.name in SAMPLE_NAMES:
                     samples[name.name][name.tags] = value
+                elif name.group == STATE_GROUP:  # <op>-calls, <op>-latency-sum, <op>-latency-max
+                    for suffix in STORE_CALL_SUFFIXES:
+                        if name.name.endswith(suffix):
+                            storeCalls[(name.name[: -len(suffix)], name.tags)][suffix] = value
+                            break
+            for (op, tags), s in storeCalls.items():
+                if s.get("-calls"):  # Kafka's StateStoreMetrics: <op>-rate, <op>-latency-avg/-max (ns)
+                    record(withThreadId(MetricName(f"{op}-rate", STATE_GROUP, tags), thread), "rate", now, s["-calls"])
+                    hi = s.get("-latency-max", 0.0)
+                    record(withThreadId(MetricName(f"{op}-latency", STATE_GROUP, tags), thread), "stat", now,
+                           s.get("-latency-sum", 0.0), int(s["-calls"]), hi, hi)
             for tags, s in summaries.items():
                 if s.get("count"):
                     record(withThreadId(MetricName(E2E, NODE_GROUP, tags), thread), "stat", now, s["sum"],

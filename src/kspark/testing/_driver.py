@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -576,7 +577,16 @@ class TopologyTestDriver:
         - ``stream-processor-node-metrics``: ``record-e2e-latency-avg``/``-min``/``-max`` (ms) of
           source and terminal nodes, ``process-total``/``-rate`` (Kafka: source nodes only; kspark
           counts every node);
-        - ``kspark-dropped-records``: ``dropped-records-total`` per node and ``reason``.
+        - ``kspark-dropped-records``: ``dropped-records-total`` per node and ``reason``;
+        - with ``metrics.recording.level`` ``DEBUG`` (Kafka's level of these sensors; nothing is
+          recorded at the default ``INFO``): ``stream-state-metrics`` of the task's key-value,
+          window and session stores (tags ``thread-id``, ``task-id``, ``<store type>-state-id``
+          as Kafka's ``metricsScope()``: ``rocksdb``, ``in-memory``, ``rocksdb-window``...):
+          ``<op>-rate`` (calls per second) and ``<op>-latency-avg``/``-max`` (ns per call) for
+          ``put``, ``get``, ``put-if-absent``, ``put-all``, ``delete``, ``range``, ``all``,
+          ``prefix-scan`` (key-value), ``put``, ``fetch`` (window), ``put``, ``remove``,
+          ``fetch`` (session), from the start (a rate 0, a latency NaN before the first call), as
+          Kafka's ``StateStoreMetrics`` (see ``kspark.runtime.store_metrics``).
 
         Rates and latencies are windowed on the mock wall clock as Kafka's are
         (``metrics.num.samples`` windows of ``metrics.sample.window.ms``): a rate is per second,
@@ -591,6 +601,10 @@ class TopologyTestDriver:
             rate = rateName(name)
             if rate is not None:
                 out[withThreadId(rate, thread)] = 0.0
+        for op in self._task.metrics.storeOps:  # Kafka's sensors exist from the store's init
+            out[withThreadId(MetricName(f"{op.name}-rate", op.group, op.tags), thread)] = 0.0
+            for stat in ("avg", "max"):
+                out[withThreadId(MetricName(f"{op.name}-latency-{stat}", op.group, op.tags), thread)] = math.nan
         out.update({withThreadId(n, thread): v for n, v in self._sampled.values(now).items()})
         return out
 
@@ -605,6 +619,13 @@ class TopologyTestDriver:
             sampled.record(name, "stat", now, total, n, lo, hi)
         metrics.latencies.clear()
         metrics.histogram.clear()
+        for op, counter in metrics.storeOps.items():
+            calls, ns, maxNs = counter
+            if calls:
+                sampled.record(MetricName(f"{op.name}-rate", op.group, op.tags), "rate", now, calls)
+                latency = MetricName(f"{op.name}-latency", op.group, op.tags)
+                sampled.record(latency, "stat", now, ns, calls, maxNs, maxNs)
+                counter[0] = counter[1] = counter[2] = 0
         totals, before = metrics.all(), self._sampledTotals
         for name, value in totals.items():
             delta = value - before.get(name, 0)
