@@ -13,19 +13,18 @@ or a JDK are missing. No Spark.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from _java_programs import runJavaProgram
+
 from kspark.state import _changelog as cl
 
 JAVA_SOURCES = Path(__file__).parent / "java" / "changelog"
-CLASS_CACHE = Path.home() / ".cache" / "kspark" / "changelog-layouts"
 APP = "cl"  # the Java program's application.id
 
 
@@ -41,17 +40,7 @@ def S(s: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def kafka() -> dict:
-    from kspark.testing._jvm import JvmArtifactsMissing, compileJava, javaExecutable
-
-    try:
-        java, classpath = javaExecutable(), compileJava(JAVA_SOURCES, CLASS_CACHE)
-    except JvmArtifactsMissing as e:
-        pytest.skip(f"Kafka Streams' side of the comparison cannot run: {e}")
-    result = subprocess.run(
-        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=off",
-         "-cp", classpath, "changelog.ChangelogLayouts"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"the Java program failed:\n{result.stderr[-4000:]}"
-    return json.loads(result.stdout)
+    return runJavaProgram(JAVA_SOURCES, "changelog.ChangelogLayouts")
 
 
 def records(kafka: dict, scenario: str, store: str) -> list[cl.ChangelogRecord]:

@@ -1,14 +1,14 @@
 """Issue 36 items 6-10: the API that ported Kafka Streams tests use (serde halves, closing serdes,
 Java's 5-argument ConsumerRecord, bootstrap.servers checked late, the driver's clock at now)."""
 
-import json
 import struct
-import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+from _java_programs import runJavaProgram
 
 from kspark import (ConfigException, Consumed, ConsumerRecord, Deserializer, FailOnInvalidTimestamp, KeyValue,
                     Produced, PunctuationType, Record, Serde, Serdes, Serializer, StreamsBuilder, StreamsConfig,
@@ -165,17 +165,7 @@ def kafka() -> dict:
     """``java/portapi/PortApi.java`` run on Kafka Streams 4.3's jars (~3 s; compiled once per
     source version): what StreamsConfig, TopologyTestDriver and KafkaStreams do with odd
     bootstrap.servers values, and the driver's clocks when the test gives none."""
-    from kspark.testing._jvm import JvmArtifactsMissing, compileJava, javaExecutable
-
-    try:
-        java, classpath = javaExecutable(), compileJava(JAVA_SOURCES, Path.home() / ".cache" / "kspark" / "portapi")
-    except JvmArtifactsMissing as e:
-        pytest.skip(f"Kafka Streams' side of the comparison cannot run: {e}")
-    result = subprocess.run(
-        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=off",
-         "-cp", classpath, "portapi.PortApi"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"the Java program failed:\n{result.stderr[-4000:]}"
-    return json.loads(result.stdout)
+    return runJavaProgram(JAVA_SOURCES, "portapi.PortApi")
 
 
 def _upper():

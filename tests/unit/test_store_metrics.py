@@ -16,13 +16,13 @@ skipped only when the JVM artifacts of ``make jvm`` or a JDK are missing. No Spa
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+from _java_programs import runJavaProgram
 
 from kspark import (Consumed, ContextualProcessor, KeyValue, Materialized, Serdes, SessionWindows, Stores,
                     StreamsBuilder, TimeWindows)
@@ -31,7 +31,6 @@ from kspark.spark._metrics import HostMetrics, prometheusName
 from kspark.testing import TopologyTestDriver
 
 JAVA_SOURCES = Path(__file__).parent / "java" / "storemetrics"
-CLASS_CACHE = Path.home() / ".cache" / "kspark" / "store-metrics"
 NOW = 1_000_000
 S = Serdes.String()
 INPUT = (("a", "1", 5), ("b", "x", 20), ("a", "2", 30), ("c", "3", 40), ("a", "4", 35))
@@ -102,17 +101,7 @@ def store(op: str, stateId: str, name: str) -> MetricName:
 
 @pytest.fixture(scope="module")
 def kafka() -> dict:
-    from kspark.testing._jvm import JvmArtifactsMissing, compileJava, javaExecutable
-
-    try:
-        java, classpath = javaExecutable(), compileJava(JAVA_SOURCES, CLASS_CACHE)
-    except JvmArtifactsMissing as e:
-        pytest.skip(f"Kafka Streams' side of the comparison cannot run: {e}")
-    result = subprocess.run(
-        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=off",
-         "-cp", classpath, "storemetrics.StoreMetrics"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"the Java program failed:\n{result.stderr[-4000:]}"
-    out = json.loads(result.stdout)
+    out = runJavaProgram(JAVA_SOURCES, "storemetrics.StoreMetrics")
     return {level: {scenario: {MetricName(m["name"], "stream-state-metrics", tuple(map(tuple, m["tags"]))):
                                float(m["value"]) for m in metrics}
                     for scenario, metrics in scenarios.items()} for level, scenarios in out.items()}
