@@ -31,6 +31,9 @@ Benchmarks (comparison systems run in the same process, on the same input):
   KStream-KTable join + dedup store, and the example's GlobalKTable join with the company
   master when it has one) over KRX snapshots replicated with shifted codes; records = all input
   topics' records.
+- ``P2-java`` (``p2-java``, needs ``make jvm``; issue 34 §3): P2's example on Kafka topics against
+  its Java port, backlog throughput (see :func:`p2Java`); ``P2-live`` (``p2-live``): their
+  latency at a fixed rate of prices (see :func:`p2Live`).
 - ``P4`` (``p4``, needs ``make jvm``): P3's topology end to end on a local Kafka broker,
   kspark on Spark ``local[2]`` against Java Kafka Streams (2 stream threads), both
   exactly_once_v2, same input topic; throughput over a backlog, latency in a rate-limited
@@ -44,10 +47,11 @@ Benchmarks (comparison systems run in the same process, on the same input):
 
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
-200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p2-java,p4;
+200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p2-java,p2-live,p4;
 P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
 ``--p5-load-batch-records``, ``--p5-timeout``, ``--p5-config KEY=VALUE`` (repeatable: a config of kspark's P5 application),
-``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
+``--p2-live-rate`` (default 2,000 prices/s; a list runs one phase per rate), ``--p2-live-seconds`` (15), ``--p2-trigger``
+(``0 seconds``), ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
 at 1M, 3M and 10M records on local[2]), ``--cores`` (adds P1 at ``--records`` on local[1] and
 local[2]), ``--batch-records`` (records per Spark micro-batch, default 200,000; P1-native reads
 as many rows per trigger). See bench/README.md for the run times.
@@ -213,6 +217,22 @@ def javaCommand(mainClass: str, *args: str) -> list[str]:
 
     return [javaExecutable(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", compileJava(JAVA_SOURCES, JAVA_CLASSES), mainClass, *args]
+
+
+def startJavaLive(mainClass: str, *args: str):
+    """Start a bench/java program in ``mode=live``; returns once it prints "RUNNING". The
+    function returned stops it (closes its standard input) and fails if it failed."""
+    import subprocess
+
+    proc = subprocess.Popen(javaCommand(mainClass, *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "RUNNING":
+        raise SystemExit(f"the Java live run did not start: {proc.stdout.read()[-4000:]}")
+
+    def stop():
+        proc.stdin.close()
+        if proc.wait(60) != 0:
+            raise SystemExit(f"the Java live run failed: {proc.stdout.read()[-4000:]}")
+    return stop
 
 
 def runJava(mainClass: str, *args: str) -> list[dict]:
@@ -645,8 +665,10 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     Streams 4.3.1, 2 stream threads, exactly_once_v2, max.task.idle.ms 5000) on the same input
     topics, one after the other. kspark's clock as P2's (CPU of this process tree without the
     broker); Java's from ``KafkaStreams.start()`` until its committed offsets reach the ends of
-    prices and valuations (inside the JVM). Both signal topics are read back ``read_committed``
-    and must have the same records (count and digest, per partition in offset order, as P4)."""
+    prices and valuations (inside the JVM; CPU of the whole JVM). The broker's CPU during each
+    run is ``broker_cpu_seconds``. Both signal topics are read back ``read_committed`` and must
+    have the same records (count and digest, per partition in offset order, as P4). Latency:
+    :func:`p2Live` (``--only p2-live``)."""
     import valuation_signals as vs
 
     from kspark import KafkaStreams
@@ -669,23 +691,171 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
         return records, {}
 
     note(f"P2-java: {len(prices)} prices loaded; kspark run")
+    brokerCpu = _cpuOf(broker.pid)
     m = measured(run, exclude=(broker.pid,))
+    ksparkBrokerCpu, brokerCpu = _cpuOf(broker.pid) - brokerCpu, _cpuOf(broker.pid)
     note(f"P2-java: kspark {m[1]:.1f} s; Java run")
     load = os.getloadavg()[0]
     [java] = runJava("bench.Flagship", f"bootstrap={broker.bootstrapServers}", "appId=bench-p2-java",
                      f"stateDir={work / 'java-state'}", "signals=signals-java")
+    javaBrokerCpu = _cpuOf(broker.pid) - brokerCpu
     ksparkCount, ksparkDigest = _topicDigest(topics, "signals")
     javaCount, javaDigest = _topicDigest(topics, "signals-java")
     checkSameOutput("P2-java", ksparkCount, ksparkDigest, javaCount, javaDigest)
     rows = [_report("P2 kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2", (
-        *m[:4], {"signals_emitted": ksparkCount, "digest": ksparkDigest, "max_records_per_batch": BATCH_RECORDS}), 2)]
+        *m[:4], {"signals_emitted": ksparkCount, "digest": ksparkDigest, "max_records_per_batch": BATCH_RECORDS,
+                 "broker_cpu_seconds": round(ksparkBrokerCpu, 1)}), 2)]
     rows.append(javaResult("P2-java Kafka Streams 4.3.1 valuation pipeline (bench/java/bench/Flagship.java), "
                            "2 stream threads, exactly_once_v2", java, load, signals_emitted=javaCount,
-                           digest=javaDigest))
+                           digest=javaDigest, broker_cpu_seconds=round(javaBrokerCpu, 1)))
     rows[0]["kspark_vs_java"] = round(rows[0]["records_per_s"] / rows[1]["records_per_s"], 2)
     print(json.dumps({"benchmark": "P2 vs Java", "kspark_vs_java_records_per_s": rows[0]["kspark_vs_java"],
                       "outputs_equal": True, "signals_emitted": ksparkCount}), flush=True)
     return rows
+
+
+KST = timezone(timedelta(hours=9))  # the KRX data's offset
+
+
+def _isoKst(ms: int) -> str:
+    """An epoch ms as the KRX data writes ``snapshot_ts`` (ISO 8601, +09:00), with milliseconds."""
+    return datetime.fromtimestamp(ms // 1000, KST).replace(microsecond=ms % 1000 * 1000).isoformat(timespec="milliseconds")
+
+
+def _signalContent(value: dict) -> str:
+    """A signal without its wall-clock fields (``snapshot_ts``, ``timestamp``), as sorted JSON."""
+    return json.dumps({k: v for k, v in value.items() if k not in ("snapshot_ts", "timestamp")}, sort_keys=True,
+                      ensure_ascii=False)
+
+
+def p2Live(work: Path, spark, trigger: str, rates: list[int], seconds: float) -> list[dict]:
+    """P2-java's latency phase (issue 34 §3): the flagship example live, kspark on Spark
+    ``local[2]`` (``kspark.trigger`` = ``trigger``, as P4's latency phase) and its Java port
+    (bench/java/bench/Flagship.java ``mode=live``: 2 stream threads, exactly_once_v2,
+    ``commit.interval.ms`` 100, ``max.task.idle.ms`` 5000), one after the other, per rate on a
+    new broker of its own, each system on its own topics there (Java's suffixed ``-java``).
+
+    Input per rate: ``inputs.krxInputs(rate * seconds)`` (the first prices of the KRX snapshots,
+    codes suffixed per copy beyond 101K prices) and their valuations and company master, loaded
+    before the application starts. The prices are then produced at ``rate`` per s for
+    ``seconds`` (:func:`ratedPhase`) with their ``snapshot_ts`` rewritten to the wall-clock time
+    they are produced (ms, +09:00) and the record timestamp the same. The example has no window
+    and no time-based logic: event time only orders each task's records, and the dedup store
+    is keyed by the payload's ``trade_date`` (kept). With every price later than every valuation,
+    each price is joined with its code's last valuation in both systems, which is
+    deterministic. A signal's timestamp is its price's (the extractor's), so its latency =
+    (time the ``read_committed`` consumer received it) - (wall-clock time its price was
+    produced), as P4's. The signals must be, in both systems, the ones of kspark's
+    ``TopologyTestDriver`` on the same records (valuations and companies first): the same count
+    and the same contents without ``snapshot_ts`` (``signals_digest``).
+
+    Warm-up, the same for both systems: rounds of one price per valuation partition (after the
+    repartition), each of a code whose last valuation is the last (with EPS and PER > 0) of that
+    partition, close 1 (always a signal), ``trade_date`` ``warmup-<round>``, every 10 s until a
+    round's signals all carry those last valuations' dates: the application runs and its
+    valuation table is complete. Then 6 s more (``settle``): Kafka Streams idles a task up to
+    ``max.task.idle.ms`` once one of its partitions (here the repartitioned valuations) is
+    caught up and empty (KIP-695), measured from when it became so; the measured prices come
+    after that deadline (a live feed pays it again after each valuation update)."""
+    import valuation_signals as vs
+
+    from kspark import KafkaStreams, Serdes
+    from kspark.runtime.partitioner import partitionForKey
+    from kspark.testing import KafkaBroker
+    from kspark.topics import openTopics
+
+    stringSerde, jsonSerde = Serdes.String(), Serdes.JSON()
+    rows = {"kspark": {}, "java": {}}
+    for rate in rates:
+        prices, valuations = inputs.krxInputs(int(rate * seconds))
+        reference = vs.driverSignals([{**p, "snapshot_ts": _isoKst(int(time.time() * 1000))} for p in prices],
+                                     valuations)
+        referenceDigest = outputDigest((None, _signalContent(v).encode(), 0) for v in
+                                       sorted(reference, key=_signalContent))
+        lastDate = {v["code"]: v["date"] for v in valuations}
+        checks = []
+        for p in range(vs.PRICE_PARTITIONS):
+            seen = set()
+            for v in reversed(valuations):
+                if partitionForKey(v["code"].encode(), vs.PRICE_PARTITIONS) != p or v["code"] in seen:
+                    continue
+                seen.add(v["code"])
+                if float(v["eps"]) > 0 and float(v["per"]) > 0:
+                    checks.append(v["code"])
+                    break
+        template = prices[0]
+
+        def priceValue(row: dict, topic: str):
+            return lambda ts: jsonSerde.serialize(topic, {**row, "snapshot_ts": _isoKst(ts)})
+
+        def warmUp(send, flush, consume, deadline: float) -> None:
+            for r in itertools.count(1):
+                day = f"warmup-{r}"
+                for code in checks:
+                    send(code.encode(), priceValue({**template, "code": code, "close": "1", "trade_date": day},
+                                                   names["prices"]))
+                flush()
+                got: dict[str, str] = {}
+                roundEnd = time.time() + 10
+                while len(got) < len(checks) and time.time() < roundEnd:
+                    for m in consume():
+                        signal = json.loads(m.value())
+                        if signal["trade_date"] == day:
+                            got[signal["code"]] = signal["valuation_date"]
+                if got == {c: lastDate[c] for c in checks}:
+                    return
+                if time.time() > deadline:
+                    raise SystemExit(f"P2-java latency phase: warm-up signals {got}, expected {checks} with "
+                                     f"their last valuations' dates")
+
+        with KafkaBroker(work / f"kafka-p2-live-{rate}") as broker:
+            topics = openTopics({"bootstrap.servers": broker.bootstrapServers})
+            eos = {"bootstrap.servers": broker.bootstrapServers, "processing.guarantee": "exactly_once_v2"}
+
+            def ksparkLive():
+                streams = KafkaStreams(vs.buildTopology(), {
+                    **eos, "application.id": f"bench-p2-live-kspark-{rate}",
+                    "state.dir": str(work / f"p2-live-{rate}" / "kspark-state"), "kspark.trigger": trigger}, spark=spark)
+                streams.start()
+                return streams.close
+
+            def javaLive():
+                return startJavaLive("bench.Flagship", f"bootstrap={broker.bootstrapServers}",
+                                     f"appId=bench-p2-live-java-{rate}", f"stateDir={work / f'p2-live-{rate}' / 'java-state'}",
+                                     *(f"{t}={names[t]}" for t in vs.TOPICS), "mode=live")
+
+            for system, startApp in (("kspark", ksparkLive), ("java", javaLive)):
+                names = {t: t if system == "kspark" else f"{t}-java" for t in vs.TOPICS}
+                for t, n in (("prices", vs.PRICE_PARTITIONS), ("valuations", vs.VALUATION_PARTITIONS),
+                             ("companies", 1), ("signals", vs.SIGNAL_PARTITIONS)):
+                    topics.createTopic(names[t], n)
+                topics.produce(names["valuations"], [
+                    (stringSerde.serialize(names["valuations"], k), jsonSerde.serialize(names["valuations"], v), ts)
+                    for k, v, ts in map(vs.valuationRecord, valuations)], partitioner=partitionForKey)
+                topics.produce(names["companies"], [
+                    (stringSerde.serialize(names["companies"], k), jsonSerde.serialize(names["companies"], v), ts)
+                    for k, v, ts in vs.companyRecords(valuations)], partitioner=partitionForKey)
+                items = [(p["code"].encode(), priceValue(p, names["prices"])) for p in prices]
+                load = os.getloadavg()[0]
+                figures, received = ratedPhase(
+                    f"P2-java latency phase ({system}, {rate} prices/s)", broker.bootstrapServers, names["prices"],
+                    vs.PRICE_PARTITIONS, names["signals"], vs.SIGNAL_PARTITIONS, startApp, warmUp, items, rate,
+                    seconds, lambda sent: len(reference), settle=6.0)
+                digest = outputDigest((None, c.encode(), 0) for c in
+                                      sorted(_signalContent(json.loads(v)) for _, _, v in received))
+                if digest != referenceDigest:
+                    raise SystemExit(f"P2-java latency phase ({system}, {rate} prices/s): the signals differ from "
+                                     f"TopologyTestDriver's (digest {digest}, expected {referenceDigest})")
+                rows[system][str(rate)] = {**figures, "signals_digest": digest, "load_avg_1m": round(load, 2)}
+    out = []
+    for system, name in (("kspark", f"P2-live kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2, "
+                                    f"kspark.trigger {trigger}"),
+                         ("java", "P2-live Kafka Streams 4.3.1 valuation pipeline (bench/java/bench/Flagship.java), "
+                                  "2 stream threads, exactly_once_v2, commit.interval.ms 100")):
+        first = rows[system][str(rates[0])]
+        out.append({"benchmark": name, **first, "latency_by_rate": rows[system]})
+        print(json.dumps(out[-1]), flush=True)
+    return out
 
 
 def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSeconds: float) -> list[dict]:
@@ -756,20 +926,9 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSe
         return streams.close
 
     def javaLive(src, out):
-        import subprocess
-
-        proc = subprocess.Popen(javaCommand("bench.Streams", f"bootstrap={broker.bootstrapServers}",
-                                            f"appId=bench-p4-live-java-{n}-{src}", f"input={src}", f"output={out}",
-                                            f"stateDir={work / 'java-live-state'}", "mode=live"),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        if proc.stdout.readline().strip() != "RUNNING":
-            raise SystemExit(f"the Java live run did not start: {proc.stdout.read()[-4000:]}")
-
-        def stop():
-            proc.stdin.close()
-            if proc.wait(60) != 0:
-                raise SystemExit(f"the Java live run failed: {proc.stdout.read()[-4000:]}")
-        return stop
+        return startJavaLive("bench.Streams", f"bootstrap={broker.bootstrapServers}",
+                             f"appId=bench-p4-live-java-{n}-{src}", f"input={src}", f"output={out}",
+                             f"stateDir={work / 'java-live-state'}", "mode=live")
 
     byRate: dict[str, dict] = {"kspark": {}, "java": {}}
     for liveRate in liveRates:
@@ -821,64 +980,98 @@ def _topicDigest(topics, name: str) -> tuple[int, str]:
 def liveLatency(system: str, topics, keys: list[bytes], rate: int, seconds: float, startApp) -> dict:
     """The latency phase of :func:`p4` for one system: ``startApp(source, sink)`` starts it and
     returns its stop function."""
+    src, out = f"p4-live-{system}-{len(keys)}-{rate}", f"p4-live-out-{system}-{len(keys)}-{rate}"
+    topics.createTopic(src, 4)
+    topics.createTopic(out, 4)
+
+    def warmUp(send, flush, consume, deadline: float) -> None:
+        for i in range(100):
+            send(b"warmup-%d" % i, None)
+        flush()
+        got = 0
+        while got < 100:  # started, tasks assigned, first batch done
+            if time.time() > deadline:
+                raise SystemExit(f"P4 latency phase ({system}): {got} warm-up outputs in time, expected 100")
+            got += len(consume())
+
+    def outputs(sent: list[tuple[bytes, int]]) -> int:
+        # a key's records all fall in one session (30 min gap, timestamps never decrease): a
+        # record adds the merged session's update, and a tombstone for the old session unless the
+        # merged window is the record's own [ts, ts] (Kafka's KStreamSessionWindowAggregate: the
+        # key's first record, or all before it at ts)
+        firstTs: dict[bytes, int] = {}
+        return sum(1 if firstTs.setdefault(key, ts) == ts else 2 for key, ts in sent)
+
+    return ratedPhase(f"P4 latency phase ({system})", topics.servers, src, 4, out, 4, lambda: startApp(src, out),
+                      warmUp, [(key, None) for key in keys], rate, seconds, outputs)[0]
+
+
+def ratedPhase(what: str, servers: str, src: str, srcPartitions: int, out: str, outPartitions: int, startApp,
+               warmUp, items: list, rate: int, seconds: float, outputs, settle: float = 0.0) -> tuple[dict, list]:
+    """A latency phase (P4's and P2-java's): ``startApp()`` starts the application (returns its
+    stop function); ``warmUp(send, flush, consume, deadline)`` sends warm-up records and returns
+    once the application has answered them; after ``settle`` s, ``items`` (``(key bytes,
+    value)``, value None, bytes or a function of the record timestamp in ms giving the bytes) are
+    sent to ``src`` (partition: ``partitionForKey``) at ``rate`` per s, each with timestamp = wall-clock
+    now, by an idempotent producer (``linger.ms`` 1); a ``read_committed`` consumer of ``out``
+    takes each output record with timestamp >= the phase's start and its latency = (time its
+    batch was received) - (its timestamp, that of the input record that caused it). The phase
+    ends when ``outputs(sent)`` (``sent``: ``(key, timestamp)`` per item) records have come, and
+    fails unless exactly that many come (2 s more are read). Returns the figures and the output
+    records ``(partition, key, value)`` in order of arrival."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from kspark.runtime.partitioner import partitionForKey
 
-    src, out = f"p4-live-{system}-{len(keys)}-{rate}", f"p4-live-out-{system}-{len(keys)}-{rate}"
-    topics.createTopic(src, 4)
-    topics.createTopic(out, 4)
-    consumer = Consumer({"bootstrap.servers": topics.servers, "group.id": f"bench-latency-{system}",
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"bench-latency-{out}",
                          "isolation.level": "read_committed", "enable.auto.commit": False, "fetch.wait.max.ms": 10})
-    consumer.assign([TopicPartition(out, p, 0) for p in range(4)])
-    producer = Producer({"bootstrap.servers": topics.servers, "enable.idempotence": True, "linger.ms": 1})
+    consumer.assign([TopicPartition(out, p, 0) for p in range(outPartitions)])
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 1})
 
-    def send(key: bytes) -> int:
+    def send(key: bytes, value) -> int:
         ts = int(time.time() * 1000)
-        producer.produce(src, value=None, key=key, partition=partitionForKey(key, 4), timestamp=ts)
+        producer.produce(src, value=value(ts) if callable(value) else value, key=key,
+                         partition=partitionForKey(key, srcPartitions), timestamp=ts)
         producer.poll(0)
         return ts
 
-    def receive(until, deadline: float, since: int = 0) -> list[float]:
+    def consume() -> list:
+        return [m for m in consumer.consume(10_000, 0.02) if m.error() is None]
+
+    expected: list[int] = []  # the number of outputs, once every record is sent
+    received: list = []
+
+    def receive(until, deadline: float, since: int) -> list[float]:
         """Latencies (ms) of output records with timestamp >= ``since`` until ``until(count)``."""
         latencies: list[float] = []
         while not until(len(latencies)):
             if time.time() > deadline:
-                raise SystemExit(f"P4 latency phase ({system}): {len(latencies)} outputs in time, expected "
-                                 f"{expected or 'not known yet'}")
-            messages = consumer.consume(10_000, 0.02)
+                raise SystemExit(f"{what}: {len(latencies)} outputs in time, expected {expected or 'not known yet'}")
+            messages = consume()
             now = time.time() * 1000
             for msg in messages:
-                if msg.error() is None and msg.timestamp()[1] >= since:
+                if msg.timestamp()[1] >= since:
                     latencies.append(now - msg.timestamp()[1])
+                    received.append((msg.partition(), msg.key(), msg.value()))
         return latencies
 
-    expected: list[int] = []  # the number of outputs, once every record is sent
-    note(f"P4 latency phase: {system}")
-    stop = startApp(src, out)
+    note(what)
+    stop = startApp()
     try:
-        for i in range(100):
-            send(b"warmup-%d" % i)
-        producer.flush()
-        receive(lambda got: got >= 100, time.time() + 300)  # started, tasks assigned, first batch done
+        warmUp(send, producer.flush, consume, time.time() + 300)
+        time.sleep(settle)
         since = int(time.time() * 1000) + 1
         time.sleep(0.002)
 
         def produceAtRate():
-            firstTs: dict[bytes, int] = {}
-            outputs, started = 0, time.time()
-            for i, key in enumerate(keys):
+            sent, started = [], time.time()
+            for i, (key, value) in enumerate(items):
                 delay = started + i / rate - time.time()
                 if delay > 0:
                     time.sleep(delay)
-                ts = send(key)
-                # a key's records all fall in one session (30 min gap, timestamps never decrease):
-                # a record adds the merged session's update, and a tombstone for the old session
-                # unless the merged window is the record's own [ts, ts] (Kafka's
-                # KStreamSessionWindowAggregate: the key's first record, or all before it at ts)
-                outputs += 1 if firstTs.setdefault(key, ts) == ts else 2
+                sent.append((key, send(key, value)))
             producer.flush()
-            expected.append(outputs)
+            expected.append(outputs(sent))
 
         sender = threading.Thread(target=produceAtRate, daemon=True)
         sender.start()
@@ -886,16 +1079,16 @@ def liveLatency(system: str, topics, keys: list[bytes], rate: int, seconds: floa
         sender.join()
         extra, drainUntil = 0, time.time() + 2  # nothing more must come
         while time.time() < drainUntil:
-            extra += sum(1 for m in consumer.consume(10_000, 0.1) if m.error() is None and m.timestamp()[1] >= since)
+            extra += sum(1 for m in consume() if m.timestamp()[1] >= since)
     finally:
         stop()
         consumer.close()
     expected = expected[0]
     if extra or len(latencies) != expected:
-        raise SystemExit(f"P4 latency phase ({system}): {len(latencies) + extra} outputs, expected {expected}")
-    q = np.percentile(latencies, [50, 95, 100])
-    return {"latency_ms_p50": round(q[0]), "latency_ms_p95": round(q[1]), "latency_ms_max": round(q[2]),
-            "latency_input_records": len(keys), "latency_input_rate": rate, "latency_outputs": len(latencies)}
+        raise SystemExit(f"{what}: {len(latencies) + extra} outputs, expected {expected}")
+    q = [round(x) for x in np.percentile(latencies, [50, 95, 100])] if latencies else [None] * 3
+    return {"latency_ms_p50": q[0], "latency_ms_p95": q[1], "latency_ms_max": q[2],
+            "latency_input_records": len(items), "latency_input_rate": rate, "latency_outputs": len(latencies)}, received
 
 
 # ---------------------------------------------------------------------- P5: state at scale (issue 32)
@@ -1682,6 +1875,10 @@ def main(argv=None) -> int:
     parser.add_argument("--nexmark-records", type=int, default=200_000, help="Nexmark events (Q11 uses the bids)")
     parser.add_argument("--only", default="p3,p3-java,bytewax,nexmark,dsl20,p1-native,p1,p1-kafka,p2,p2-kafka,p4",
                         help="comma-separated subset")
+    parser.add_argument("--p2-live-rate", default="2000",
+                        help="prices/s of P2-java's latency phase (--only p2-live); a comma-separated list runs one phase per rate")
+    parser.add_argument("--p2-live-seconds", type=float, default=15, help="length of P2-java's latency phase (s)")
+    parser.add_argument("--p2-trigger", default="0 seconds", help="kspark.trigger of P2-java's latency phase")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
     parser.add_argument("--p4-trigger", default="0 seconds",
                         help="kspark.trigger of P4's latency phase (its backlog phase runs availableNow)")
@@ -1742,7 +1939,7 @@ def main(argv=None) -> int:
             cogroupBench(events)
             fkJoinBench(events)
             versionedJoinBench(events)
-    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p2-kafka", "p2-java", "p4"} or args.scaling or args.cores
+    sparkRuns = only & {"p1", "p1-native", "p1-kafka", "p2", "p2-kafka", "p2-java", "p2-live", "p4"} or args.scaling or args.cores
     if sparkRuns:
         spark = session(2)
         if only & {"p1", "p1-native", "p1-kafka"}:
@@ -1776,6 +1973,9 @@ def main(argv=None) -> int:
 
                 with KafkaBroker(args.work / "kafka-p2-java") as broker:
                     p2Java(prices, valuations, args.work, spark, broker)
+        if "p2-live" in only:  # issue 34: P2-java's latency phase (brokers of its own)
+            p2Live(args.work, spark, args.p2_trigger, [int(r) for r in str(args.p2_live_rate).split(",")],
+                   args.p2_live_seconds)
         if args.scaling:
             for n in (1_000_000, 3_000_000, 10_000_000):
                 p1(inputs.nasaRequests(n), args.work, spark, 2, " (scaling)")

@@ -60,7 +60,9 @@ import org.apache.kafka.streams.state.Stores;
  * signals (topic names; defaults as the example's), threads (default 2), threshold (default 0.05),
  * idleMs ({@code max.task.idle.ms}, default 5000), sessionTimeoutMs (the consumers' session timeout,
  * Kafka's 45 s if not given: a closed application's member leaves the group when it expires).
- * exactly_once_v2, commit.interval.ms 100 (Kafka's default under EOS).
+ * exactly_once_v2, commit.interval.ms 100 (Kafka's default under EOS). {@code mode=live} (bench/run.py's
+ * P2-java latency phase): prints "RUNNING" once the application is running and runs until standard
+ * input is closed (then prints the JSON line below; its records are the input's ends at the start).
  *
  * <p>{@code max.task.idle.ms}: the join task reads the prices and the repartitioned valuations;
  * when the latter is still empty at start-up (the repartition sub-topology has not committed yet),
@@ -305,8 +307,19 @@ public final class Flagship {
             final double cpu0 = SessionCount.cpuSeconds();
             final long t0 = System.nanoTime();
             streams.start();
-            while (!caughtUp(admin, args.get("appId"), ends)) {
-                TimeUnit.MILLISECONDS.sleep(20);
+            if ("live".equals(args.getOrDefault("mode", "backlog"))) {
+                while (streams.state() != KafkaStreams.State.RUNNING) {
+                    TimeUnit.MILLISECONDS.sleep(20);
+                }
+                System.out.println("RUNNING");
+                System.out.flush();
+                while (System.in.read() >= 0) {
+                    // until the benchmark closes our standard input
+                }
+            } else {
+                while (!caughtUp(admin, args.get("appId"), ends)) {
+                    TimeUnit.MILLISECONDS.sleep(20);
+                }
             }
             final double seconds = (System.nanoTime() - t0) / 1e9;
             final double cpu = SessionCount.cpuSeconds() - cpu0;
