@@ -186,6 +186,44 @@ def test_an_admin_request_left_unanswered_fails_naming_bootstrap_servers(monkeyp
         topics.endOffsets("in")
 
 
+def test_an_admin_read_left_unanswered_is_asked_again_within_the_timeout(monkeypatch):
+    """A request sent to a broker that then stopped is not answered even once the broker is back
+    (the crash test's 10 s outage failed the run 30 s later on it): an offsets read not answered
+    within ``_ATTEMPT_S`` is made again, and the second answer taken."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    import kspark.topics._kafka as kafkaModule
+
+    monkeypatch.setattr(kafkaModule, "_ATTEMPT_S", 0.1)
+    asked = []
+
+    def answeredSecondTime(kind, value):
+        asked.append(kind)
+        future = Future()
+        if asked.count(kind) > 1:
+            future.set_result(value)
+        return future
+
+    class Recovering:  # the first request of each kind is never answered
+        def list_consumer_group_offsets(self, requests, **_):
+            return {r.group_id: answeredSecondTime("group", ConsumerGroupTopicPartitions(
+                r.group_id, [TopicPartition("in", 0, 7), TopicPartition("in", 1, -1001)])) for r in requests}
+
+        def list_offsets(self, requests, **_):
+            return {tp: answeredSecondTime(f"offsets-{tp.partition}", SimpleNamespace(offset=40 + tp.partition))
+                    for tp in requests}
+
+    topics = KafkaTopics({"bootstrap.servers": "127.0.0.1:1", "default.api.timeout.ms": 5000})
+    monkeypatch.setattr(topics, "_adminClient", Recovering)
+    monkeypatch.setattr(topics, "partitionsFor", lambda name: 2)
+    assert {p: offset for p, (offset, _) in topics.committedOffsets("app", "in").items()} == {0: 7}
+    assert asked == ["group", "group"]
+    assert topics.endOffsets("in") == {0: 40, 1: 41}
+
+
 def test_java_only_client_keys_are_dropped_renamed_ones_mapped_and_sasl_jaas_credentials_mapped():
     from kspark.topics._kafka import librdkafkaConfig
 

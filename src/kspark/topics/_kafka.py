@@ -174,6 +174,13 @@ def _client(kind: str, conf: dict):
     return client
 
 
+_ATTEMPT_S = 5.0  # an idempotent admin read not answered within this is asked again (``_retrying``)
+
+
+class _NoAnswer(Exception):
+    """An admin request's attempt got no answer in time (``KafkaTopics._await``)."""
+
+
 def _unreachable(servers: str, error: object, timeoutS: float = _TIMEOUT_S) -> Exception:
     from ..errors import StreamsException
 
@@ -409,10 +416,10 @@ class KafkaTopics(Topics):
         if numPartitions is None:
             raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
         level = IsolationLevel.READ_COMMITTED if self._readCommitted() else IsolationLevel.READ_UNCOMMITTED
-        def listOffsets():
+        def listOffsets(attemptS: float) -> dict[int, int]:
             futures = self._adminClient().list_offsets({TopicPartition(name, p): spec for p in range(numPartitions)},
                                                        isolation_level=level, request_timeout=self.timeoutS)
-            return {tp.partition: self._await(f).offset for tp, f in futures.items()}
+            return {tp.partition: self._await(f, attemptS).offset for tp, f in futures.items()}
 
         return self._retrying(listOffsets)
 
@@ -425,23 +432,33 @@ class KafkaTopics(Topics):
         ends = self.endOffsets(name) if any(o < 0 for o in found.values()) else {}
         return {p: o if o >= 0 else ends[p] for p, o in found.items()}
 
-    def _await(self, future):
+    def _await(self, future, attemptS: float | None = None):
         """``future.result()`` of an admin request; no answer within the timeout raises the
-        ``StreamsException`` naming ``bootstrap.servers`` (not a bare ``TimeoutError``)."""
+        ``StreamsException`` naming ``bootstrap.servers`` (not a bare ``TimeoutError``). With
+        ``attemptS`` (inside :meth:`_retrying`): no answer within ``attemptS`` s raises
+        ``_NoAnswer``, and the request is made again."""
         try:
-            return future.result(timeout=self.timeoutS)
+            return future.result(timeout=self.timeoutS if attemptS is None else attemptS)
         except TimeoutError:
+            if attemptS is not None:
+                raise _NoAnswer from None
             raise _unreachable(self.servers, "no answer to an admin request", self.timeoutS) from None
 
     def _retrying(self, call):
-        """``call()``, again while it fails with a retriable error (a new topic's leaders or a
-        restarted broker's coordinators not ready yet), for at most the timeout."""
+        """``call(attemptS)``, an idempotent read, again while it fails with a retriable error (a new
+        topic's leaders or a restarted broker's coordinators not ready yet) or gets no answer within
+        ``attemptS`` (``_ATTEMPT_S``: a request sent to a broker that then stopped is not answered
+        even once the broker is back), for at most the timeout."""
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.timeoutS
         while True:
             try:
-                return call()
+                return call(max(0.05, min(_ATTEMPT_S, deadline - time.monotonic())))
+            except _NoAnswer:
+                if time.monotonic() >= deadline:
+                    raise _unreachable(self.servers, "no answer to an admin request", self.timeoutS) from None
+                self._admin = None  # asked again on a new client: the old one may hold the dead connection
             except KafkaException as e:
                 if not _transient(e.args[0]) or time.monotonic() > deadline:
                     raise _unreachable(self.servers, e.args[0], self.timeoutS) from None
@@ -469,8 +486,8 @@ class KafkaTopics(Topics):
         if numPartitions == 0:  # no such topic (yet): nothing committed
             return {}
         request = ConsumerGroupTopicPartitions(groupId, [TopicPartition(name, p) for p in range(numPartitions)])
-        result = self._retrying(lambda: self._await(self._adminClient().list_consumer_group_offsets(
-            [request], request_timeout=self.timeoutS, require_stable=True)[groupId]))
+        result = self._retrying(lambda attemptS: self._await(self._adminClient().list_consumer_group_offsets(
+            [request], request_timeout=self.timeoutS, require_stable=True)[groupId], attemptS))
         return {tp.partition: (tp.offset, _metadataOf(tp)) for tp in result.topic_partitions if tp.offset >= 0}
 
     # ------------------------------------------------------------------ reads
@@ -620,6 +637,7 @@ def _transient(error) -> bool:
     from confluent_kafka import KafkaError
 
     return error.retriable() or error.code() in (
+        KafkaError._NOENT,  # "Failed to query partition leaders: No leaders found": a broker starting up
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
         KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT)
 
