@@ -16,10 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -301,7 +299,7 @@ public final class Flagship {
             final Map<TopicPartition, Long> ends = new HashMap<>();
             for (final String topic : List.of(args.getOrDefault("prices", "prices"),
                     args.getOrDefault("valuations", "valuations"))) {
-                ends.putAll(endOffsets(admin, topic));
+                ends.putAll(Offsets.endOffsets(admin, topic));
             }
             final long records = ends.values().stream().mapToLong(Long::longValue).sum();
             final double cpu0 = SessionCount.cpuSeconds();
@@ -317,7 +315,7 @@ public final class Flagship {
                     // until the benchmark closes our standard input
                 }
             } else {
-                while (!caughtUp(admin, args.get("appId"), ends)) {
+                while (!Offsets.caughtUp(admin, args.get("appId"), ends)) {
                     TimeUnit.MILLISECONDS.sleep(20);
                 }
             }
@@ -328,24 +326,5 @@ public final class Flagship {
                     records, seconds, cpu, SessionCount.peakRssMb());
             System.out.flush();
         }
-    }
-
-    private static Map<TopicPartition, Long> endOffsets(final Admin admin, final String topic) throws Exception {
-        final int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size();
-        final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-        for (int p = 0; p < partitions; p++) latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
-        return admin.listOffsets(latest).all().get().entrySet().stream().collect(
-                Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
-    }
-
-    private static boolean caughtUp(final Admin admin, final String group, final Map<TopicPartition, Long> ends)
-            throws Exception {
-        final Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-        for (final Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
-            final OffsetAndMetadata c = committed.get(end.getKey());
-            if (end.getValue() > 0 && (c == null || c.offset() < end.getValue())) return false;
-        }
-        return true;
     }
 }

@@ -5,16 +5,12 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -92,8 +88,6 @@ public final class KeyCount {
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args.get("bootstrap"));
         final BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (Admin admin = Admin.create(adminProps)) {
-            final int partitions = admin.describeTopics(List.of(input)).allTopicNames().get()
-                    .get(input).partitions().size();
             long before = 0;
             for (int phase = 0; ; phase++) {
                 if (phase > 0) {
@@ -101,13 +95,13 @@ public final class KeyCount {
                     if (line == null || line.trim().equals("STOP")) break;
                 }
                 resetPeakRss();
-                final Map<TopicPartition, Long> ends = endOffsets(admin, input, partitions);
+                final Map<TopicPartition, Long> ends = Offsets.endOffsets(admin, input);
                 final long total = ends.values().stream().mapToLong(Long::longValue).sum();
                 final double cpu0 = SessionCount.cpuSeconds();
                 final long t0 = System.nanoTime();
                 if (phase == 0) streams.start();
                 else streams.resume();
-                while (!caughtUp(admin, args.get("appId"), ends)) {
+                while (!Offsets.caughtUp(admin, args.get("appId"), ends)) {
                     TimeUnit.MILLISECONDS.sleep(20);
                 }
                 final double seconds = (System.nanoTime() - t0) / 1e9;
@@ -128,24 +122,5 @@ public final class KeyCount {
         } catch (Exception e) {
             // not Linux, or not allowed: the peak is then the process's since its start
         }
-    }
-
-    private static Map<TopicPartition, Long> endOffsets(final Admin admin, final String topic, final int partitions)
-            throws Exception {
-        final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-        for (int p = 0; p < partitions; p++) latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
-        return admin.listOffsets(latest).all().get().entrySet().stream().collect(
-                Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
-    }
-
-    private static boolean caughtUp(final Admin admin, final String group, final Map<TopicPartition, Long> ends)
-            throws Exception {
-        final Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-        for (final Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
-            final OffsetAndMetadata c = committed.get(end.getKey());
-            if (end.getValue() > 0 && (c == null || c.offset() < end.getValue())) return false;
-        }
-        return true;
     }
 }

@@ -1,15 +1,12 @@
 package bench;
 
 import java.io.InputStream;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -60,19 +57,14 @@ public final class Streams {
             Map<TopicPartition, Long> ends = Map.of();
             long records = 0;
             if (backlog) {
-                final int partitions = admin.describeTopics(List.of(input)).allTopicNames().get()
-                        .get(input).partitions().size();
-                final Map<TopicPartition, OffsetSpec> latest = new java.util.HashMap<>();
-                for (int p = 0; p < partitions; p++) latest.put(new TopicPartition(input, p), OffsetSpec.latest());
-                ends = admin.listOffsets(latest).all().get().entrySet().stream().collect(
-                        Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
+                ends = Offsets.endOffsets(admin, input);
                 records = ends.values().stream().mapToLong(Long::longValue).sum();
             }
             final double cpu0 = SessionCount.cpuSeconds();
             final long t0 = System.nanoTime();
             streams.start();
             if (backlog) {
-                while (!caughtUp(admin, args.get("appId"), ends)) {
+                while (!Offsets.caughtUp(admin, args.get("appId"), ends)) {
                     TimeUnit.MILLISECONDS.sleep(20);
                 }
             } else {
@@ -93,16 +85,5 @@ public final class Streams {
                     records, seconds, cpu, SessionCount.peakRssMb());
             System.out.flush();
         }
-    }
-
-    private static boolean caughtUp(final Admin admin, final String group, final Map<TopicPartition, Long> ends)
-            throws Exception {
-        final Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-        for (final Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
-            final OffsetAndMetadata c = committed.get(end.getKey());
-            if (end.getValue() > 0 && (c == null || c.offset() < end.getValue())) return false;
-        }
-        return true;
     }
 }
