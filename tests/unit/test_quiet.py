@@ -98,6 +98,11 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     assert pumped(monkeypatch, revert) == ""  # a killed shuffle-map task reverting its partial output
     other = b"26/11/24 08:08:43 WARN DiskBlockObjectWriter: Error deleting /data/blockmgr-1/3e/shuffle_0_1_0.data\n"
     assert pumped(monkeypatch, other) == other.decode()  # only the temporary files of a killed task
+    # CI's Ctrl-C run: a task killed while reading its local shuffle blocks (ClosedByInterruptException, SPARK-28340)
+    interrupted = b"26/11/27 07:15:44 ERROR ShuffleBlockFetcherIterator: Error occurred while fetching local blocks, null\n"
+    assert pumped(monkeypatch, interrupted) == ""
+    failedRead = b"26/11/27 07:15:44 ERROR ShuffleBlockFetcherIterator: Error occurred while fetching local blocks\n"
+    assert pumped(monkeypatch, failedRead) == failedRead.decode()  # any other exception comes with its trace: shown
 
 
 def test_a_writer_task_killed_by_a_stop_logs_no_error(monkeypatch, quiet):

@@ -58,12 +58,14 @@ STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Da
                             r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast"
                             r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+"
                             r"|ERROR Utils: (\[[^]]*\] )*Aborting task"
+                            r"|ERROR ShuffleBlockFetcherIterator: (\[[^]]*\] )*Error occurred while fetching local blocks, .*"
                             r"|ERROR DataWritingSparkTask: (\[[^]]*\] )*Abort(ing|ed) commit for partition \d+ "
                             r"\(task \d+, attempt \d+, stage [\d.]+\))$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
 killed ("Lost task ..."; a killed shuffle-map task reverting its partial output warns of the
 temporary shuffle files it had not created yet; a killed writer task logs "Aborting task" with
-the ``TaskKilledException``'s stack trace, then aborts its commit), a broadcast being stored for the batch's plan
+the ``TaskKilledException``'s stack trace, then aborts its commit; a task killed while reading its local shuffle
+blocks logs the ``ClosedByInterruptException`` as "..., null" without a trace, SPARK-28340), a broadcast being stored for the batch's plan
 is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
