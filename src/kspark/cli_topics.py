@@ -30,7 +30,6 @@ path; the defaults are the config's ``default.key.serde`` / ``default.value.serd
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time

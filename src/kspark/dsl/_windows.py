@@ -3,7 +3,7 @@ from __future__ import annotations
 import struct
 from abc import ABC, abstractmethod
 from .._duration import Duration, toMillis
-from ..serialization import Serde, SerializationException
+from ..serialization import Serde
 from ..state._window import SessionWindow, TimeWindow, Window, Windowed
 
 _END_START = struct.Struct(">qq")  # SessionKeySchema suffix: 8-byte end, 8-byte start, big-endian

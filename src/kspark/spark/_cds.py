@@ -247,8 +247,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     from kspark.spark._cds import main as _main  # the module the session uses, not this __main__ copy
 
     sys.exit(_main())
