@@ -39,7 +39,11 @@ expected ones.
 Usage (under the lock)::
 
     flock /tmp/kspark-heavy.lock env PYTHONPATH=src .venv/bin/python bench/ab/long_running_tasks.py \
-        --rates 2000,200,20000 --systems lrt,kspark,java --out bench/results/round22b-live.jsonl
+        --backlog 500000 --rates 2000,200,20000 --systems lrt,kspark,java --kill-after 5 --label run2 \
+        --out bench/results/round22b-live.jsonl
+
+``--backlog N`` first runs each of ``--backlog-systems`` (lrt,kspark,java) over a filled topic of N
+P4 records (see :func:`backlog`). One JSON line per phase (stdout and ``--out``).
 """
 from __future__ import annotations
 
