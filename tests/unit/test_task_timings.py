@@ -42,6 +42,11 @@ class Context:
 
 @pytest.fixture
 def counting(tmp_path, monkeypatch):
+    """A factory: ``counting(**props)`` -> (plan, batch, state) of a count over local topics."""
+    return lambda **props: _counting(tmp_path, monkeypatch, props)
+
+
+def _counting(tmp_path, monkeypatch, extra):
     topics = LocalTopics(tmp_path / "topics")
     topics.createTopic("events", 1)
     topics.createTopic("counts", 1)
@@ -49,7 +54,7 @@ def counting(tmp_path, monkeypatch):
     b = StreamsBuilder()
     b.stream("events").groupByKey().count(Materialized.as_("counts")).toStream().to("counts")
     props = {"application.id": "app", "kspark.topics.dir": str(tmp_path / "topics"), "state.dir": str(tmp_path / "st"),
-             "default.key.serde": KEY, "default.value.serde": KEY, "statestore.cache.max.bytes": 0}
+             "default.key.serde": KEY, "default.value.serde": KEY, "statestore.cache.max.bytes": 0, **extra}
     plan = KafkaStreams(b.build(props), props)._plan()[0]
     plan = {**plan, "backend": topicsOptions(topics), "storeDir": str(tmp_path / "stores"),
             "inputRoot": str(topics.root)}
@@ -82,7 +87,7 @@ def counting(tmp_path, monkeypatch):
 
 
 def test_a_task_call_says_whether_its_worker_held_the_task_or_rebuilt_it(counting):
-    plan, batch, state = counting
+    plan, batch, state = counting()
     worker = TaskStatefulProcessor(plan)
     first = batch(worker, 0, ["a", "b", "a"])
     assert (first["task"], first["batch"], first["rows"], first["cachedTask"]) == ("0_0", 0, 3, False)
@@ -108,3 +113,21 @@ def test_a_task_call_says_whether_its_worker_held_the_task_or_rebuilt_it(countin
         assert {kv.key: kv.value.value for kv in task.stores["counts"].all()} == {"a": 4, "b": 2, "c": 1}
     finally:
         stores.close()
+
+
+@pytest.mark.parametrize("props, filled", [({}, [0, 0, 0, 0]), ({"kspark.store.prefill": "true"}, [0, 1, 0, 1])])
+def test_the_cache_fill_reads_the_keys_the_task_lacks_and_is_off_by_default(counting, props, filled):
+    """kspark.store.prefill (default false: bench/README.md rounds 18b and 22, no gain beyond the
+    noise at 100K and 10M keys): with true, the queued records' keys (the queue's head record
+    aside: it is taken before the fill) that the store's working set does not hold are read from
+    RocksDB in one MultiGet before processing, counted in prefilledKeys; none from an empty store."""
+    plan, batch, _ = counting(**props)
+    assert plan["storePrefill"] is bool(props)
+    worker = TaskStatefulProcessor(plan)
+    lines = [batch(worker, 0, ["a", "b", "a"]),  # an empty store: nothing to read
+             batch(worker, 1, ["a", "c"]),  # c is not in the task's working set: read
+             batch(worker, 2, ["b", "c"])]  # c is: nothing read
+    _task_processor._LIVE_TASKS.clear()
+    lines.append(batch(TaskStatefulProcessor(plan), 3, ["b", "c"]))  # rebuilt, its working set empty: c read
+    assert [line["prefilledKeys"] for line in lines] == filled
+    assert [line["cachedTask"] for line in lines] == [False, True, True, False]
