@@ -1479,6 +1479,9 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
                 d["changelog_topics"] = list(brokerData.glob(f"{appId}-*changelog-*"))
             else:
                 d["changelog_topics"] = list((work / "topics").glob("*changelog*"))
+                # the tasks' store snapshots (kspark.state._snapshots), hard links into store_dir
+                # where they are its files: counted once in total
+                d["store_snapshots"] = [work / "topics" / "~stores"]
             return d
 
         note(f"P5 {system} {n:,} keys: writing the load")

@@ -65,7 +65,8 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     "kspark.store.dir": ("STRING", None, None),
     "kspark.store.memory.bytes": ("LONG", 128 * 1024 * 1024, ("range", 1024 * 1024, None)),
     "kspark.store.cache.max.entries": ("LONG", 100_000, ("range", 0, None)),
-    # off until an A/B shows a gain (bench/README.md round 18b: none beyond the noise at 100K and 1M keys)
+    # off until an A/B shows a gain (bench/README.md rounds 18b and 22: none beyond the noise at 100K, 1M
+    # and 10M keys; in process a MultiGet costs what the point reads it replaces cost)
     "kspark.store.prefill": ("BOOLEAN", False, None),
     # taking over an application's state (kspark.spark._takeover): a missing changelog starts empty
     "kspark.allow.missing.changelogs": ("BOOLEAN", False, None),

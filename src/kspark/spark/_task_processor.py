@@ -224,7 +224,7 @@ class TaskStatefulProcessor(StatefulProcessor):
         if _TIMINGS:  # KSPARK_TASK_TIMINGS=<file>: one JSON line per task call (bench/README.md)
             with open(_TIMINGS, "a") as f:
                 f.write(json.dumps({
-                    "task": taskId, "pid": os.getpid(), "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
+                    "task": taskId, "pid": os.getpid(), "batch": batchId, "cachedTask": not fresh, "startedAt": round(startedAt, 3), "endedAt": round(time.time(), 3),
                     "rows": inputRows, "stateBytes": len(blob),
                     "inputSeconds": round(opening - started, 4), "storeOpenSeconds": round(initialized - opening, 4),
                     "prefillSeconds": round(converted - initialized, 4), "prefilledKeys": prefilled,
