@@ -139,7 +139,7 @@ def test_spark_submit_with_kspark_as_py_files_and_a_worker_killed_mid_run(
         if driver.poll() is None:
             killRun(driver)  # spark-submit's JVM and its Python processes too
         log.close()
-        sparkCluster.startWorker(1)  # the session's cluster has two workers again
+        # worker 1 stays dead: the sparkCluster fixture starts it again for a next cluster test
     err = (tmp_path / "driver.log").read_text(errors="replace")
     assert driver.returncode == 0, err[-4000:]
     assert "Lost executor" in err, err[-4000:]  # the driver saw it
