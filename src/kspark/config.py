@@ -130,7 +130,8 @@ _IGNORED = {
     "application.server": "kspark has no interactive queries across instances (KafkaStreams.checkpointedStore reads a store)",
     "buffered.records.per.partition": "kspark.max.records.per.trigger bounds what a micro-batch reads",
     "built.in.metrics.version": "kspark has one metrics version (KafkaStreams.metrics())",
-    "commit.interval.ms": "on Spark a commit is a micro-batch; kspark.trigger sets how often one runs",
+    "commit.interval.ms": "on Spark a commit is a micro-batch; kspark.trigger sets how often one runs "
+                          "(under kspark.trigger=continuous it is the stream threads' commit interval)",
     "default.dsl.store": "every store is kspark's: in memory in TopologyTestDriver, a RocksDB per task on Spark; "
                          "rocksDB and in_memory behave alike",
     "default.list.key.serde.inner": "kspark has no ListSerde configured from properties; pass serdes explicitly",
@@ -491,7 +492,7 @@ def _intervalMicros(interval: str) -> int:
 
 
 def _trigger(key: str, value: Any) -> str:
-    """``kspark.trigger``: "availableNow", a Spark processing-time interval, a timedelta or int ms."""
+    """``kspark.trigger``: "availableNow", "continuous", a Spark processing-time interval, a timedelta or int ms."""
     if isinstance(value, timedelta) or (isinstance(value, int) and not isinstance(value, bool)):
         ms = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
         if ms < 0:
@@ -502,10 +503,12 @@ def _trigger(key: str, value: Any) -> str:
     text = value.strip()
     if text.lower() == "availablenow":
         return "availableNow"
+    if text.lower() == "continuous":  # long-running stream threads (kspark.spark._stream_threads)
+        return "continuous"
     try:
         _intervalMicros(text)
     except ValueError as e:
-        raise _invalid(key, value, f"not \"availableNow\" nor a Spark processing-time interval such as "
+        raise _invalid(key, value, f"not \"availableNow\", \"continuous\" nor a Spark processing-time interval such as "
                                    f"\"1 second\" or \"500 milliseconds\" ({e})") from None
     return text
 
@@ -642,8 +645,9 @@ class StreamsConfig:
     ``errors.dead.letter.queue.topic.name`` (also as ``errors.deadletterqueue.topic.name``),
     ``max.task.idle.ms`` (>= -1), ``statestore.cache.max.bytes`` (>= 0; deprecated name
     ``cache.max.bytes.buffering``), and ``kspark.topics.dir``, ``kspark.spark.master``,
-    ``kspark.trigger`` ("availableNow" or a Spark processing-time interval such as
-    ``"1 second"``), ``kspark.max.records.per.trigger`` (>= 1; unset = unlimited),
+    ``kspark.trigger`` ("availableNow", a Spark processing-time interval such as
+    ``"1 second"``, or ``"continuous"``: long-running stream threads on Kafka, committing every
+    ``commit.interval.ms``, 100 by default), ``kspark.max.records.per.trigger`` (>= 1; unset = unlimited),
     ``kspark.repartition.before.stateful.process``, ``kspark.metrics.prometheus.port``;
     ``metrics.sample.window.ms`` and ``metrics.num.samples`` (the windows of the metrics' rates
     and averages) and ``client.id`` (the metrics' ``thread-id``). With ``bootstrap.servers`` the Kafka backend
@@ -834,6 +838,8 @@ class StreamsConfig:
                 continue
             if target == "topology.optimization" and value == "none":
                 continue
+            if target == "commit.interval.ms" and self._values.get("kspark.trigger") == "continuous":
+                continue  # the stream threads' commit interval
             if target == "production.exception.handler" and isinstance(value, str):
                 continue  # Kafka's DefaultProductionExceptionHandler: what kspark does
             reason = _IGNORED.get(target)

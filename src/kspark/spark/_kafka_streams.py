@@ -21,6 +21,7 @@ from ..topology import Subtopology, Topology, resolvePartitionCounts
 from ..topology._topology import SourceNodeSpec
 from ._placement import balancedTaskKeys
 from ._statedir import StateDir, StateDirLock
+from ._stream_threads import CONTINUOUS, EXACTLY_ONCE_COMMIT_INTERVAL_MS, StreamThreads, refusal
 
 __all__ = ["KafkaStreams"]
 
@@ -130,6 +131,7 @@ class KafkaStreams:
         self._listener = None
         self._progress = None  # the run's RunProgress (input lags for metrics())
         self._plans: list[dict] = []
+        self._streamThreads = None  # kspark.trigger continuous: the run's StreamThreads
         from ._metrics import HostMetrics
 
         self._hostMetrics = HostMetrics(self._config.get("client.id") or self._appId,
@@ -164,6 +166,12 @@ class KafkaStreams:
         plans = self._plans = self._plan()
         from ._progress import ProgressListener, RunProgress, progressMode
 
+        trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
+        continuous = trigger == CONTINUOUS
+        if continuous:
+            why = refusal(self._config, plans)
+            if why is not None:
+                raise StreamsException(f"kspark.trigger=continuous cannot run {self._appId}: {why}.")
         self._joinGroup(plans)  # Kafka: refused while another instance is a member of application.id
         try:
             stateDir = self._stateDir()  # starts Spark
@@ -173,6 +181,16 @@ class KafkaStreams:
             self._leaveGroup()
             raise
         try:
+            if continuous:  # no Spark checkpoints: every sub-topology starts from the group's offsets
+                from ._takeover import checkTakeover
+
+                checkTakeover(self._topics, self._config, self._topology, plans,
+                              {plan["subtopology"].id for plan in plans})
+                self._createInternalTopics(plans)
+                self._startExporter()
+                self._startStreamThreads(plans)
+                self._state = self.RUNNING
+                return
             self._place(plans)
             self._checkCheckpoints(plans)
             if self._config.usesKafka():  # before the missing internal topics are created
@@ -197,7 +215,6 @@ class KafkaStreams:
             self._leaveGroup()
             raise
         self._state = self.RUNNING
-        trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
         if trigger == "availableNow":
             self._thread = threading.Thread(target=self._runUntilCaughtUp, args=(plans,), daemon=True)
             self._thread.start()
@@ -214,7 +231,12 @@ class KafkaStreams:
 
         Returns whether it terminated within ``timeout`` seconds.
         """
-        if self._thread is not None:
+        if self._streamThreads is not None:
+            self._streamThreads.join(timeout)
+            done = not self._streamThreads.alive()
+            if done and self._streamThreads.error is not None and self._error is None:
+                self._error, self._state = queryFailure(self._streamThreads.error), self.ERROR
+        elif self._thread is not None:
             self._thread.join(timeout)
             done = not self._thread.is_alive()
         else:
@@ -234,6 +256,8 @@ class KafkaStreams:
         from ._quiet import stoppingQueries
 
         self._stop.set()
+        if self._streamThreads is not None:
+            self._stopStreamThreads()
         stopped: set[int] = set()
         with stoppingQueries():  # the batch a stop interrupts is aborted: no ERROR lines for that
             while True:  # availableNow: a query the run thread is starting right now is stopped too
@@ -260,6 +284,61 @@ class KafkaStreams:
         self._leaveGroup()
         if self._state == self.RUNNING:
             self._state = self.NOT_RUNNING
+
+    def _startStreamThreads(self, plans: list[dict]) -> None:
+        """``kspark.trigger`` ``continuous``: start the long-running Spark job of the stream threads
+        (:mod:`kspark.spark._stream_threads`)."""
+        from ._datasource import TopicsStreamReader, registerDataSource, topicsOptions
+
+        spark = self._session()
+        if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+            raise StreamsException("kspark.trigger=continuous cannot run with spark.speculation=true: a speculative copy "
+                                   "of a stream thread would fence the thread it copies, and be fenced by it in turn.")
+        _pyFilesForDriverSideWorkers(spark)
+        registerDataSource(spark)
+        _pickleUserModulesByValue()
+        backend = topicsOptions(self._topics)
+        storeDir = self._storeDir()
+        reset = resetPolicy(self._config.clientConfigs("consumer").get("auto.offset.reset", "earliest"))
+        initial: dict[str, int] = {}  # where a partition without a committed offset starts: its reset policy's
+        for plan in plans:
+            reader = TopicsStreamReader({**backend, "topics": ",".join(plan["sources"]), "autoOffsetReset": reset,
+                                         "offsetResetPolicies": json.dumps(plan["offsetResetPolicies"]),
+                                         "groupId": self._appId})
+            committed = reader._committed()
+            for topic in plan["sources"]:
+                beginnings, ends = self._topics.beginningOffsets(topic), self._topics.endOffsets(topic)
+                initial.update({f"{topic}/{p}": reader._resetPosition(
+                    topic, p, beginnings[p], ends[p], f"Undefined offset with no committed offset of group {self._appId}")
+                    for p in beginnings if (topic, p) not in committed})
+        plans = [{**plan, "backend": backend, "storeDir": storeDir} for plan in plans]
+        tasks = sum(plan["numTasks"] for plan in plans)
+        threads = max(1, min(tasks, int(spark.sparkContext.defaultParallelism)))
+        interval = (self._config.get(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG)
+                    if StreamsConfig.COMMIT_INTERVAL_MS_CONFIG in self._config.originals()
+                    else EXACTLY_ONCE_COMMIT_INTERVAL_MS)
+        member = getattr(self, "_member", None)
+        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial,
+                                            member.clientId if member is not None else None)
+        self._streamThreads.start()
+
+    def _stopStreamThreads(self) -> None:
+        """Stop the stream threads (each commits first); their counters go to ``metrics()``."""
+        from ._metrics import persisted
+
+        threads = self._streamThreads
+        threads.stop()
+        subOfTask = {f"{plan['subtopology'].id}_{p}": plan["subtopology"].id
+                     for plan in self._plans for p in range(plan["numTasks"])}
+        for summary in threads.summaries:
+            if not summary["tasks"]:
+                continue
+            sub = subOfTask[summary["tasks"][0]]
+            counters = {**summary["counters"], self._hostMetrics.commitCounter(sub): summary["commits"]}
+            self._stateDir().addBatchCounters(sub, threads.runId, summary["thread"], persisted(counters))
+            self._hostMetrics.addBatch(sub, threads.runId, summary["thread"], counters)
+        if threads.error is not None and self._error is None:
+            self._error, self._state = queryFailure(threads.error), self.ERROR
 
     def _joinGroup(self, plans: list[dict]) -> None:
         """On Kafka, join the consumer group ``application.id`` as a member (Kafka Streams'

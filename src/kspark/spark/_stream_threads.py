@@ -1,0 +1,439 @@
+"""The Spark host's continuous execution (``kspark.trigger`` ``"continuous"``, Kafka only): kspark's
+tasks run inside long-running Spark tasks, each one a Kafka Streams ``StreamThread``.
+
+The micro-batch host pays Spark's fixed cost of planning, scheduling and committing a micro-batch
+for every output (P4's live p50 1.7-2.6 s, bench/README.md rounds 19-21). Here the driver starts
+ONE Spark job, ``sc.parallelize(range(n), n).mapPartitionsWithIndex(streamThread)``, which runs
+until the application closes (bench/README.md round 22b measured the shape; round 23 this module):
+
+- ``n`` stream threads = ``min(kspark tasks, Spark's default parallelism)``: every thread holds a
+  core for the life of the run, so all of them must fit at once. Thread ``i`` owns the kspark tasks
+  ``k`` with ``k % n == i`` of the list of every sub-topology's tasks (a fixed assignment: Kafka's
+  assignor's result for one instance, never rebalanced).
+- Each thread has a ``read_committed`` consumer ``assign()``-ed to its tasks' source and
+  repartition partitions from the offsets the group ``application.id`` committed (it never joins
+  the group: the driver is its member, :class:`kspark.topics._kafka.GroupMember`), kspark's own
+  ``StreamTask`` per task (the engine TopologyTestDriver and the micro-batch host run) with its
+  persistent stores in a local RocksDB restored from their changelog topics before it initializes
+  (Kafka Streams' restoration; always whole, in a new directory per attempt, as Kafka Streams
+  does with local state it cannot trust under exactly-once), the partition times seeded from the
+  committed offsets' metadata, and one transactional producer (``transactional.id``
+  ``<application.id>-kspark-stream-thread-<i>``: stable per thread, so a retried or restarted
+  thread's ``init_transactions`` fences the previous one and aborts its open transaction, as
+  Kafka Streams' exactly-once v2 producer per stream thread does).
+- The poll loop: records are processed as they arrive and their outputs produced into the open
+  transaction; wall-clock punctuators are checked every iteration; every ``commit.interval.ms``
+  (Kafka Streams' default under exactly-once: 100 ms) with anything processed, each task commits
+  (its record caches flush), its stores' changes go to their changelogs in the transaction, the
+  processed positions are sent to the transaction with their partition times in Kafka Streams'
+  metadata format, and the transaction commits; then the stores' pending changes are applied
+  locally. A task reading several partitions waits, as Kafka's does, while a partition without
+  buffered records has records known upstream (the consumer's cached high watermark beyond its
+  position; records of an open transaction count until it commits).
+
+After a crash (a thread's Python worker killed, a failed attempt), Spark runs the thread again up
+to ``spark.task.maxFailures`` times (``local[n, f]`` on a local master); the new attempt restores
+its tasks from the changelogs and resumes at the committed offsets: outputs stay exactly once.
+A restarted task is Kafka Streams' restarted task: its processors are initialized again (their
+punctuation schedules re-registered, DSL processors' observed stream time reset to the task's),
+where the micro-batch host carries those in its checkpoint. So a late record just after a restart
+is judged as Kafka Streams would judge it after a restart.
+
+Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; global
+stores and ``GlobalKTable``s; a logged store without a persistent form (its contents would be
+lost at a restart). Metrics: each thread's counters reach the driver when the run stops
+(``KafkaStreams.metrics()`` after ``close()``), not while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import uuid
+
+from ..errors import StreamsException
+
+log = logging.getLogger("kspark")
+
+CONTINUOUS = "continuous"
+EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
+"""Kafka Streams' ``commit.interval.ms`` default under exactly-once (``StreamsConfig``)."""
+_STOP_GRACE_S = 30.0
+
+
+def threadOfTasks(plans: list[dict], threads: int) -> dict[tuple[int, int], int]:
+    """(plan index, partition) of every kspark task -> its stream thread, ``k % threads`` over the
+    tasks listed sub-topology by sub-topology (upstream first), partition by partition."""
+    tasks = [(i, p) for i, plan in enumerate(plans) for p in range(plan["numTasks"])]
+    return {task: k % threads for k, task in enumerate(tasks)}
+
+
+def refusal(config, plans: list[dict]) -> str | None:
+    """Why ``plans`` cannot run continuously under ``config``, or None."""
+    from ..state._persistent import _PERSISTENT, _PERSISTENT_CLASSES
+
+    if not config.usesKafka():
+        return ("it runs on Kafka only (bootstrap.servers is not set: local topics have no consumer group nor "
+                "transactions for its commits)")
+    if config.processingGuarantee() != "exactly_once_v2":
+        return (f"it commits with Kafka transactions only (processing.guarantee={config.processingGuarantee()}; "
+                "set exactly_once_v2)")
+    for plan in plans:
+        if plan["globalSources"]:
+            return f"global stores and GlobalKTables are not supported yet (global topics {plan['globalSources']})"
+        for name, topic in plan["changelogs"].items():
+            if topic is None:
+                continue
+            store = plan["storeBuilders"][name].build(config.defaultKeySerde(), config.defaultValueSerde())
+            if type(store) not in _PERSISTENT_CLASSES and type(store) not in _PERSISTENT:
+                return (f"store {name} ({type(store).__name__}) has no persistent form: a restarted task could not "
+                        f"restore it from its changelog {topic}")
+    return None
+
+
+class StreamThreads:
+    """The driver side of a continuous run: its one Spark job, in a background thread.
+
+    Parameters
+    ----------
+    spark : SparkSession
+    plans : list of dict
+        ``KafkaStreams._plan()``'s plans, with ``backend`` (the topics' data source options) and
+        ``storeDir`` set.
+    threads : int
+        Stream threads (Spark tasks of the job).
+    commitIntervalMs : int
+        ``commit.interval.ms``.
+    initialOffsets : dict of str to int
+        ``"<topic>/<partition>"`` -> where a partition without a committed offset starts (the
+        reset policy's position, resolved once on the driver, so a restarted thread starts there
+        too).
+    ownerClientId : str or None
+        The driver's group member's ``client.id``: a fenced thread fails with Kafka's
+        ``ProducerFencedException`` text when the group has another member.
+    """
+
+    def __init__(self, spark, plans: list[dict], threads: int, commitIntervalMs: int, initialOffsets: dict[str, int],
+                 ownerClientId: str | None) -> None:
+        self.spark, self.plans, self.threads = spark, plans, threads
+        self.commitIntervalMs = commitIntervalMs
+        self.initialOffsets = initialOffsets
+        self.runId = f"continuous-{uuid.uuid4().hex}"
+        self.ownerClientId = ownerClientId
+        self.control = tempfile.mkdtemp(prefix="kspark-stream-threads-")
+        self.summaries: list[dict] = []
+        self.error: BaseException | None = None
+        self._group = f"kspark-stream-threads-{plans[0]['applicationId']}-{uuid.uuid4().hex[:8]}"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        spark, plans, threads = self.spark, self.plans, self.threads
+        spec = {"threads": threads, "control": self.control, "commitIntervalMs": self.commitIntervalMs,
+                "initialOffsets": self.initialOffsets, "ownerClientId": self.ownerClientId}
+
+        def job() -> None:
+            try:
+                sc = spark.sparkContext
+                sc.setJobGroup(self._group, "kspark stream threads (kspark.trigger continuous)", interruptOnCancel=True)
+                self.summaries = sc.parallelize(range(threads), threads).mapPartitionsWithIndex(
+                    lambda i, _: streamThread(i, plans, spec)).collect()
+            except BaseException as e:  # noqa: BLE001 - reported by KafkaStreams.awaitTermination
+                self.error = e
+
+        self._thread = threading.Thread(target=job, name="kspark-stream-threads", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def join(self, timeout: float | None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def stop(self) -> None:
+        """Ask every thread to commit and stop (a file in the control directory, which a thread on
+        this machine sees); after ``commit.interval.ms`` + 30 s, cancel the job (threads on other
+        machines: an open transaction is then aborted by the next run's ``init_transactions``)."""
+        open(os.path.join(self.control, "stop"), "w").close()
+        self.join(self.commitIntervalMs / 1000 + _STOP_GRACE_S)
+        if self.alive():
+            log.warning("kspark's stream threads did not stop within %.0f s; cancelling their Spark job",
+                        self.commitIntervalMs / 1000 + _STOP_GRACE_S)
+            self.spark.sparkContext.cancelJobGroup(self._group)
+            self.join(60)
+        shutil.rmtree(self.control, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- executor side
+def streamThread(index: int, plans: list[dict], spec: dict):
+    """Stream thread ``index``: runs its kspark tasks until ``<control>/stop`` exists (see the module
+    docstring); yields one summary dict (its tasks, restored records, commits, counters)."""
+    from pyspark import TaskContext
+
+    from ._quiet import followDriverLogLevel
+
+    followDriverLogLevel(plans[0].get("logLevel"))
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    with open(os.path.join(spec["control"], f"pid-{index}-{attempt}"), "w") as f:  # tests kill it by this
+        f.write(str(os.getpid()))
+    thread = _StreamThread(index, plans, spec)
+    try:
+        thread.run()
+    finally:
+        thread.close()
+    yield thread.summary()
+
+
+class _StreamThread:
+    """One stream thread's tasks, consumer and producer (executor side)."""
+
+    def __init__(self, index: int, plans: list[dict], spec: dict) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        from ..topics._kafka import _metadataOf, decodeStreamsMetadata, _librdkafkaLog
+        from ._datasource import openTopicsFromOptions
+        from ._task_processor import TaskStatefulProcessor, _seedPartitionTimes
+
+        self.index, self.plans, self.spec = index, plans, spec
+        self.started = time.time()
+        plan0 = plans[0]
+        self.appId = plan0["applicationId"]
+        self.commitS = spec["commitIntervalMs"] / 1000
+        self.topics = openTopicsFromOptions(plan0["backend"])
+        self.consumer = None
+        self.producer = None
+        self.tasks: dict[str, object] = {}  # task id -> StreamTask
+        self.stores: dict[str, object] = {}  # task id -> PersistentTaskState or None
+        self.taskOf: dict[tuple[str, int], str] = {}  # source (topic, partition) -> task id
+        self.partitionOf: dict[str, int] = {}  # task id -> its partition
+        self.restoredRecords = 0
+        self.commits = 0
+        self.processed = 0
+        self.counters: dict[str, float] = {}
+        self.root = os.path.join(plan0["storeDir"] or os.path.join(tempfile.gettempdir(), "kspark-stores", self.appId),
+                                 "stream-threads")
+        owner = threadOfTasks(plans, spec["threads"])
+        owned = [(i, p) for (i, p), t in owner.items() if t == index]
+
+        self.consumer = Consumer({**self.topics.consumerConfig, "group.id": self.appId,
+                                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                                  "enable.partition.eof": False, "logger": _librdkafkaLog})
+        wanted = [TopicPartition(t, p) for i, p in owned for t in plans[i]["sources"]]
+        committed = {(tp.topic, tp.partition): tp for tp in self.consumer.committed(wanted, timeout=self.topics.timeoutS)}
+        checkpointId = f"stream-thread-{uuid.uuid4().hex}"  # never the database's: every attempt restores
+        now = int(time.time() * 1000)
+        from ..state._restore import restoreStores
+
+        for i, p in owned:
+            plan = plans[i]
+            taskId = f"{plan['subtopology'].id}_{p}"
+            # a new directory per attempt; earlier attempts' directories of this task are removed
+            taskRoot = os.path.join(self.root, taskId)
+            shutil.rmtree(taskRoot, ignore_errors=True)
+            task = TaskStatefulProcessor({**plan, "storeDir": os.path.join(taskRoot, uuid.uuid4().hex[:8])})._newTask(
+                taskId, p)
+            # _newTask puts the database at <storeDir>/<taskId>
+            state = task.persistentState
+            if state is not None:
+                try:
+                    if state.open(checkpointId, None):
+                        raise StreamsException(f"task [{taskId}]: a new store directory held a store")
+                    self.restoredRecords += restoreStores(state, self.topics, p, checkpointId, 1 << 62,
+                                                          localTopics=False, taskId=taskId)
+                    state.restored(checkpointId, None)
+                except BaseException:
+                    state.close()
+                    raise
+            times = {}
+            for t in plan["sources"]:
+                tp = committed[(t, p)]
+                decoded = decodeStreamsMetadata(_metadataOf(tp)) if tp.offset >= 0 else None
+                if decoded is not None and decoded[0] >= 0:
+                    times[f"{t}/{p}"] = decoded[0]
+                self.taskOf[(t, p)] = taskId
+            _seedPartitionTimes(task, p, times)
+            task.wallClockTime = now
+            task.initialize()
+            self.tasks[taskId], self.stores[taskId], self.partitionOf[taskId] = task, state, p
+        self.checkpointId = checkpointId
+        self.restoredAt = time.time()
+        self.positions: dict[tuple[str, int], int] = {}  # processed, not committed: next offset
+        self.inTransaction = False
+        self.errors: list = []
+        self._producer()
+        # no committed offset: the reset policy's position, resolved once on the driver
+        initial = spec["initialOffsets"]
+        self.consumer.assign([TopicPartition(t, p, tp.offset if tp.offset >= 0 else initial[f"{t}/{p}"])
+                              for (t, p), tp in committed.items()])
+        # tasks reading several partitions: their queues' lags are needed (RecordQueue.lag)
+        self.multiInput = {taskId for taskId, task in self.tasks.items()
+                           if sum(1 for t in task.queueOf if "@" not in t) > 1}
+
+    def _producer(self) -> None:
+        from confluent_kafka import KafkaException, Producer
+
+        from ..topics._kafka import _deliveryErrors, _sinkError, _librdkafkaLog
+
+        conf = dict(self.topics.producerConfig)
+        timeout = conf.get("transaction.timeout.ms", "60000")
+        if int(conf.get("delivery.timeout.ms", timeout)) > int(timeout):
+            conf["delivery.timeout.ms"] = timeout
+        transactionalId = f"{self.appId}-kspark-stream-thread-{self.index}"
+        self.producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
+        try:
+            self.producer.init_transactions(self.topics.timeoutS)  # fences an earlier attempt, aborts its transaction
+        except KafkaException as e:
+            raise _sinkError(transactionalId, e) from None
+        self.transactionalId = transactionalId
+        self.delivered = _deliveryErrors(self.errors)
+
+    def run(self) -> None:
+        from confluent_kafka import KafkaError
+
+        from ..runtime.record_queue import RawRecord
+
+        stopFile = os.path.join(self.spec["control"], "stop")
+        lastCommit = time.monotonic()
+        while not os.path.exists(stopFile):
+            wait = max(0.001, min(0.05, lastCommit + self.commitS - time.monotonic()))
+            messages = self.consumer.consume(10_000, wait)
+            now = int(time.time() * 1000)
+            if messages:
+                byPartition: dict[tuple[str, int], list] = {}
+                for m in messages:
+                    error = m.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise StreamsException(f"Stream thread {self.index}: consuming {m.topic()}-{m.partition()} "
+                                               f"failed: {error}")
+                    byPartition.setdefault((m.topic(), m.partition()), []).append(
+                        RawRecord(m.offset(), m.timestamp()[1], m.key(), m.value(), tuple(m.headers() or ())))
+                fed = set()
+                for (t, p), records in byPartition.items():
+                    taskId = self.taskOf[(t, p)]
+                    self.tasks[taskId].addRecords(t, records, lag=0)
+                    self.positions[(t, p)] = records[-1].offset + 1
+                    self.processed += len(records)
+                    fed.add(taskId)
+                for taskId in fed:
+                    task = self.tasks[taskId]
+                    if taskId in self.multiInput:
+                        self._setLags(taskId)
+                    task.processAll(now)
+                    # Kafka's record-e2e-latency: a source's records at the poll's wall-clock time,
+                    # a terminal node's once processed
+                    task.metrics.recordLatencies(now, int(time.time() * 1000))
+            for task in self.tasks.values():
+                task.maybePunctuateSystemTime(now)
+                self._produce(task.drainProducedChunks())
+            self.producer.poll(0)
+            if (self.positions or self.inTransaction) and time.monotonic() - lastCommit >= self.commitS:
+                self.commit()
+                lastCommit = time.monotonic()
+        self.commit()
+
+    def _setLags(self, taskId: str) -> None:
+        """Each empty queue's lag: the consumer's cached high watermark beyond its position
+        (None before the partition's first fetch: Kafka's "waiting to fetch data")."""
+        from confluent_kafka import TopicPartition
+
+        task = self.tasks[taskId]
+        partition = self.partitionOf[taskId]
+        for topic, queue in task.queueOf.items():
+            if "@" in topic or queue.size():
+                continue
+            tp = TopicPartition(topic, partition)
+            _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            position = self.consumer.position([tp])[0].offset
+            queue.lag = None if high < 0 or position < 0 else max(0, high - position)
+
+    def _produce(self, produced: list) -> None:
+        from ..topics._kafka import _produceTable
+        from ._task_processor import _producedParts
+
+        if not produced:
+            return
+        if not self.inTransaction:
+            self.producer.begin_transaction()
+            self.inTransaction = True
+        for topic, partition, table in _producedParts(produced):
+            _produceTable(self.producer, topic, partition, table, self.delivered)
+
+    def commit(self) -> None:
+        """Kafka Streams' commit of this thread's tasks (see the module docstring)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        from ..runtime.metrics import mergeEncoded
+        from ..topics._kafka import (_TIMEOUT_S, _bounded, _fenced, _sinkError, encodeStreamsMetadata,
+                                     sendOffsetsToTransaction)
+        from ._task_processor import _changelogColumns
+
+        version = uuid.uuid4().hex
+        for task in self.tasks.values():
+            task.commit()  # the record caches flush
+            state = self.stores[task.taskId]
+            if state is not None:
+                task.produced.extend(_changelogColumns(
+                    state.flush(version, self.commits, task.partitionGroup.streamTime, self.checkpointId),
+                    self.partitionOf[task.taskId]))
+            self._produce(task.drainProducedChunks())
+        if not self.inTransaction and not self.positions:
+            return
+        offsets = [TopicPartition(t, p, o, encodeStreamsMetadata(self.tasks[self.taskOf[(t, p)]].queueOf[t].partitionTime, {}))
+                   for (t, p), o in sorted(self.positions.items())]
+        try:
+            if not self.inTransaction:
+                self.producer.begin_transaction()
+                self.inTransaction = True
+            if offsets:
+                metadata = self.consumer.consumer_group_metadata()
+                _bounded(lambda: sendOffsetsToTransaction(self.producer, offsets, metadata, _TIMEOUT_S),
+                         _TIMEOUT_S * 1.2, "send_offsets_to_transaction")
+            _bounded(lambda: self.producer.commit_transaction(_TIMEOUT_S * 4), _TIMEOUT_S * 4.8, "commit_transaction")
+        except KafkaException as e:
+            if _fenced(e):
+                raise _sinkError(self.transactionalId, f"ProducerFencedException: There is a newer producer with the "
+                                                       f"same transactionalId which fences the current one. ({e})") from None
+            raise _sinkError(self.transactionalId, e) from None
+        if self.errors:
+            raise _sinkError(self.transactionalId, self.errors[0])
+        self.inTransaction = False
+        for state in self.stores.values():
+            if state is not None:
+                state.db.reconcile(self.checkpointId, version)  # the committed changes applied locally
+        self.positions = {}
+        self.commits += 1
+        for task in self.tasks.values():
+            mergeEncoded(self.counters, task.metrics.encoded())
+            task.metrics.clear()
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+        for state in self.stores.values():
+            if state is not None:
+                state.close()
+        for taskId in self.tasks:  # the stores are in their changelogs: the next attempt restores them
+            shutil.rmtree(os.path.join(self.root, taskId), ignore_errors=True)
+
+    def summary(self) -> dict:
+        return {"thread": self.index, "tasks": sorted(self.tasks), "restoredRecords": self.restoredRecords,
+                "startupSeconds": round(self.restoredAt - self.started, 2),
+                "seconds": round(time.time() - self.started, 1), "processed": self.processed,
+                "commits": self.commits, "counters": self.counters}
+
+
+def killStreamThread(control: str, index: int, attempt: int = 0) -> int:
+    """SIGKILL the Python worker running attempt ``attempt`` of stream thread ``index`` (tests);
+    returns its pid."""
+    with open(os.path.join(control, f"pid-{index}-{attempt}")) as f:
+        pid = int(f.read())
+    os.kill(pid, signal.SIGKILL)
+    return pid

@@ -1,0 +1,139 @@
+"""``kspark.trigger`` ``continuous`` (issue 34 §1): kspark's tasks in long-running Spark tasks, each a
+Kafka Streams stream thread (``kspark.spark._stream_threads``), on a real broker under
+``exactly_once_v2``."""
+
+import threading
+import time
+
+import pytest
+
+from kspark import (Consumed, Grouped, KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
+                    StreamsException)
+from kspark.runtime.partitioner import partitionForKey
+from kspark.spark._stream_threads import killStreamThread, refusal, threadOfTasks
+from kspark.testing import TopologyTestDriver
+from kspark.topics import openTopics
+
+KEYS = 40
+
+
+def recountTopology(src: str, out: str):
+    """Records re-keyed by their value, then counted (two sub-topologies joined by a repartition
+    topic); the store's changelog and the repartition topic live in Kafka."""
+    b = StreamsBuilder()
+    (b.stream(src, Consumed.with_(Serdes.String(), Serdes.String()))
+     .selectKey(lambda k, v: v)
+     .groupByKey(Grouped.with_(Serdes.String(), Serdes.String()))
+     .count(Materialized.as_("recount").withKeySerde(Serdes.String()))
+     .toStream()
+     .to(out, Produced.with_(Serdes.String(), Serdes.Long())))
+    return b.build()
+
+
+def wave(topics, src: str, start: int, n: int) -> list[tuple]:
+    """``n`` records (key ``r<i>``, value ``v<i % KEYS>``, timestamp 1000 + i) from record ``start``."""
+    records = [(f"r{i}".encode(), f"v{i % KEYS}".encode(), 1000 + i) for i in range(start, start + n)]
+    topics.produce(src, records, partitioner=partitionForKey)
+    return records
+
+
+def countsOut(topics, out: str) -> dict[str, list[int]]:
+    """Key -> its counts in offset order, read_committed."""
+    got: dict[str, list[int]] = {}
+    for p, end in sorted(topics.endOffsets(out).items()):
+        for r in topics.read(out, p, 0, end).to_pylist():
+            got.setdefault(r["key"].decode(), []).append(int.from_bytes(r["value"], "big", signed=True))
+    return got
+
+
+def waitFor(condition, what: str, streams, timeoutS: float = 120) -> None:
+    deadline = time.time() + timeoutS
+    while not condition():
+        if streams._streamThreads.error is not None:
+            raise AssertionError(f"the run failed: {streams._streamThreads.error}")
+        if time.time() > deadline:
+            raise AssertionError(f"not within {timeoutS} s: {what}")
+        time.sleep(0.2)
+
+
+def test_continuous_run_killed_mid_run_then_restarted_counts_every_record_once(spark, kafkaBroker, tmp_path):
+    """A stream thread's Python worker is SIGKILLed while it processes (the run fails, as a Kafka
+    Streams client whose thread died does by default); the application started again resumes
+    at the committed offsets with its store restored from the changelog: every key's counts are
+    exactly 1, 2, ..., n (a record processed twice would repeat or skip a count, a store restored
+    short would start again at 1), and the last equals TopologyTestDriver's (rules RP-1, RP-2: the re-keyed records
+    reach the count through the repartition topic; exactly-once itself has no rule id in the spec)."""
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    src, out = "continuous-in", "continuous-out"
+    topics.createTopic(src, 4)
+    topics.createTopic(out, 4)
+    props = {"application.id": "continuous-recount", "bootstrap.servers": kafkaBroker.bootstrapServers,
+             "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+             "statestore.cache.max.bytes": 0, StreamsConfig.TRIGGER_CONFIG: "continuous"}
+    records = wave(topics, src, 0, 3000)
+
+    streams = KafkaStreams(recountTopology(src, out), props, spark=spark)
+    streams.start()
+    waitFor(lambda: sum(map(len, countsOut(topics, out).values())) >= 1000, "the first outputs", streams)
+    threads = streams._streamThreads
+    assert threads.threads == 2  # local[2]: two stream threads for the 8 tasks (2 sub-topologies x 4)
+    # the kill lands while records arrive: the thread has processed records it has not committed
+    more = threading.Thread(target=lambda: [records.extend(wave(topics, src, 3000 + 100 * i, 100))
+                                            or time.sleep(0.02) for i in range(30)])
+    more.start()
+    time.sleep(0.3)
+    processedBefore = sum(map(len, countsOut(topics, out).values()))
+    killStreamThread(threads.control, 0)
+    more.join()
+    with pytest.raises(StreamsException):
+        streams.awaitTermination(120)
+    streams.close()
+    assert streams.state() == KafkaStreams.ERROR
+    assert 1000 <= processedBefore < len(records)
+
+    records += wave(topics, src, 6000, 2000)
+    streams = KafkaStreams(recountTopology(src, out), props, spark=spark)
+    streams.start()
+    try:
+        waitFor(lambda: sum(map(len, countsOut(topics, out).values())) >= len(records), "every record's count", streams)
+    finally:
+        streams.close()
+
+    got = countsOut(topics, out)
+    with TopologyTestDriver(recountTopology(src, out)) as driver:
+        inputs = driver.createInputTopic(src, Serdes.String(), Serdes.String())
+        for key, value, ts in records:
+            inputs.pipeInput(key.decode(), value.decode(), ts)
+        expected = driver.createOutputTopic(out, Serdes.String(), Serdes.Long()).readKeyValuesToMap()
+    assert len(expected) == KEYS
+    assert {k: counts[-1] for k, counts in got.items()} == expected
+    assert {k: counts for k, counts in got.items()} == {k: list(range(1, n + 1)) for k, n in expected.items()}
+    # the group committed every input position (Kafka's tools see the application caught up)
+    committed = topics.committedOffsets("continuous-recount", src)
+    assert {p: o for p, (o, _) in committed.items()} == topics.endOffsets(src)
+
+
+def test_continuous_refuses_what_it_cannot_run(tmp_path):
+    """Local topics and at_least_once are refused with the reason, before Spark starts."""
+    topology = recountTopology("in", "out")
+    from kspark.topics import LocalTopics
+
+    LocalTopics(tmp_path / "topics").createTopic("in", 2)
+    LocalTopics(tmp_path / "topics").createTopic("out", 2)
+    streams = KafkaStreams(topology, {"application.id": "c", "kspark.topics.dir": str(tmp_path / "topics"),
+                                      "state.dir": str(tmp_path / "state"), "kspark.trigger": "continuous"})
+    with pytest.raises(StreamsException, match=r"kspark.trigger=continuous cannot run c: it runs on Kafka only"):
+        streams.start()
+    plans = streams._plan()
+    assert refusal(StreamsConfig({"application.id": "c", "bootstrap.servers": "127.0.0.1:1",
+                                  "processing.guarantee": "at_least_once"}), plans).startswith(
+        "it commits with Kafka transactions only (processing.guarantee=at_least_once")
+    assert refusal(StreamsConfig({"application.id": "c", "bootstrap.servers": "127.0.0.1:1",
+                                  "processing.guarantee": "exactly_once_v2"}), plans) is None
+
+
+def test_stream_threads_own_tasks_round_robin():
+    """Every task has one thread; the threads' loads differ by at most one task."""
+    plans = [{"numTasks": 4}, {"numTasks": 3}]
+    owner = threadOfTasks(plans, 2)
+    assert owner == {(0, 0): 0, (0, 1): 1, (0, 2): 0, (0, 3): 1, (1, 0): 0, (1, 1): 1, (1, 2): 0}
