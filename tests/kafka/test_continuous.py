@@ -2,8 +2,10 @@
 Kafka Streams stream thread (``kspark.spark._stream_threads``), on a real broker under
 ``exactly_once_v2``."""
 
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,10 @@ from kspark.runtime.partitioner import partitionForKey
 from kspark.spark._stream_threads import killStreamThread, refusal, threadOfTasks
 from kspark.testing import TopologyTestDriver
 from kspark.topics import openTopics
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+import valuation_signals as vs  # noqa: E402
 
 KEYS = 40
 
@@ -137,3 +143,42 @@ def test_stream_threads_own_tasks_round_robin():
     plans = [{"numTasks": 4}, {"numTasks": 3}]
     owner = threadOfTasks(plans, 2)
     assert owner == {(0, 0): 0, (0, 1): 1, (0, 2): 0, (0, 3): 1, (1, 0): 0, (1, 1): 1, (1, 2): 0}
+
+
+def caughtUp(topics, appId: str, sources: list[str]) -> bool:
+    """Whether the group ``appId`` committed every source partition's end (transaction markers
+    included: a thread commits its consumer's position once it processed all it consumed)."""
+    for topic in sources:
+        committed = {p: o for p, (o, _) in topics.committedOffsets(appId, topic).items()}
+        if committed != topics.endOffsets(topic):
+            return False
+    return True
+
+
+def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kafkaBroker, tmp_path, request):
+    """Seed 004's live feed as stream threads: prices (5 partitions), valuations through the
+    repartition topic, the KTable join, the GlobalKTable of companies (each task's copy restored to
+    the global topic's end at start, then fed as the thread reads it) and the dedup store give
+    TopologyTestDriver's signals (rules J-1..J-8, RP-1, RP-2), and the group's committed offsets
+    reach every input's end, the repartition topic's transaction markers included."""
+    prices = vs.readPrices(4_000)
+    valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    vs.loadTopics(topics, prices, valuations)
+    request.addfinalizer(lambda: [topics.deleteTopic(t) for t in ("prices", "valuations", "companies", "signals")])
+    expected = vs.driverSignals(prices, valuations)
+    appId = "flagship-continuous"
+    streams = KafkaStreams(vs.buildTopology(), {
+        "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
+        "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+        StreamsConfig.TRIGGER_CONFIG: "continuous"}, spark=spark)
+    streams.start()
+    try:
+        waitFor(lambda: caughtUp(topics, appId, ["prices", "valuations", f"{appId}-valuations-by-code-repartition"]),
+                "the inputs' ends committed", streams)
+    finally:
+        streams.close()
+    assert streams.state() == KafkaStreams.NOT_RUNNING
+    got = vs.readSignals(topics)
+    assert len(expected) > 50
+    assert got == expected

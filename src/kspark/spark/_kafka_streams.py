@@ -74,7 +74,9 @@ class KafkaStreams:
         ``state.dir`` the checkpoint root, ``kspark.spark.master`` the Spark master (default
         ``local[*]``), ``kspark.trigger`` ``"availableNow"`` (run until caught up, default) or a
         processing-time interval such as ``"1 second"`` (run continuously; ``0``: the next
-        micro-batch as soon as one ends, the lowest latency),
+        micro-batch as soon as one ends, the lowest latency of micro-batches) or ``"continuous"``
+        (Kafka, ``exactly_once_v2``: no micro-batches, long-running stream threads committing every
+        ``commit.interval.ms``, default 100; :mod:`kspark.spark._stream_threads`),
         ``kspark.max.records.per.trigger`` the micro-batch size limit; ``spark.*`` keys go to
         the SparkSession.
 
@@ -132,6 +134,7 @@ class KafkaStreams:
         self._progress = None  # the run's RunProgress (input lags for metrics())
         self._plans: list[dict] = []
         self._streamThreads = None  # kspark.trigger continuous: the run's StreamThreads
+        self._streamThreadsStopped = False
         from ._metrics import HostMetrics
 
         self._hostMetrics = HostMetrics(self._config.get("client.id") or self._appId,
@@ -149,6 +152,9 @@ class KafkaStreams:
             If co-partitioned topics differ in partition count (``"Invalid topology: Topics not
             co-partitioned: [{...}]"``, rules J-6, RP-5) — raised before Spark starts.
         StreamsException
+            If ``kspark.trigger`` is ``"continuous"`` and the application cannot run so (local
+            topics, ``at_least_once``, a logged store without a persistent form,
+            ``spark.speculation``), naming the reason.
             If a source, sink or dead-letter topic does not exist, if another instance with the
             same ``application.id`` runs on this ``state.dir`` (its lock) or is a member of its
             consumer group (a Kafka Streams instance included), if ``state.dir`` holds the
@@ -328,15 +334,14 @@ class KafkaStreams:
 
         threads = self._streamThreads
         threads.stop()
-        subOfTask = {f"{plan['subtopology'].id}_{p}": plan["subtopology"].id
-                     for plan in self._plans for p in range(plan["numTasks"])}
-        for summary in threads.summaries:
-            if not summary["tasks"]:
-                continue
-            sub = subOfTask[summary["tasks"][0]]
-            counters = {**summary["counters"], self._hostMetrics.commitCounter(sub): summary["commits"]}
-            self._stateDir().addBatchCounters(sub, threads.runId, summary["thread"], persisted(counters))
-            self._hostMetrics.addBatch(sub, threads.runId, summary["thread"], counters)
+        counters = threads.counters()
+        threads.cleanup()
+        self._streamThreadsStopped = True
+        # the run's counters, kept in state.dir as a micro-batch's are (its first sub-topology's file)
+        sub = self._plans[0]["subtopology"].id
+        counters[self._hostMetrics.commitCounter(sub)] = sum(s["commits"] for s in threads.summaries)
+        self._stateDir().addBatchCounters(sub, threads.runId, 0, persisted(counters))
+        self._hostMetrics.addBatch(sub, threads.runId, 0, counters)
         if threads.error is not None and self._error is None:
             self._error, self._state = queryFailure(threads.error), self.ERROR
 
@@ -363,6 +368,8 @@ class KafkaStreams:
         """The state.dir lock was taken over (this instance stalled past its staleness): stop."""
         self._error = StreamsException(f"The state.dir lock of {self._appId} was taken over by another instance")
         self._state = self.ERROR
+        if self._streamThreads is not None:
+            threading.Thread(target=self._streamThreads.stop, daemon=True).start()
         for q in list(self._queries):
             try:
                 q.stop()
@@ -411,6 +418,11 @@ class KafkaStreams:
         totals: defaultdict[MetricName, float] = defaultdict(float)
         for name, value in self._stateDir().counters().items():
             totals[MetricName.decode(name)] += value
+        if self._streamThreads is not None and not self._streamThreadsStopped:  # continuous: the threads' so far
+            from ._metrics import persisted
+
+            for name, value in persisted(self._streamThreads.counters()).items():
+                totals[MetricName.decode(name)] += value
         lags = {}
         if self._progress is not None:
             with self._progress._lock:

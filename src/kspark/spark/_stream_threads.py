@@ -39,10 +39,18 @@ punctuation schedules re-registered, DSL processors' observed stream time reset 
 where the micro-batch host carries those in its checkpoint. So a late record just after a restart
 is judged as Kafka Streams would judge it after a restart.
 
-Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; global
-stores and ``GlobalKTable``s; a logged store without a persistent form (its contents would be
-lost at a restart). Metrics: each thread's counters reach the driver when the run stops
-(``KafkaStreams.metrics()`` after ``close()``), not while it runs.
+Global stores (``GlobalKTable``, ``addGlobalStore``): each task keeps its copy, as on the
+micro-batch host; at a thread's start the copies are restored to the global topics' ends (Kafka's
+global thread bootstraps its stores before the stream threads start), then the thread's consumer
+reads the global partitions on from there and gives each record to every task of the thread that
+has the store, applied in timestamp order with the task's records; a task never waits for global
+records.
+
+Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; a logged
+store without a persistent form (its contents would be lost at a restart). Metrics: each thread's counters (Kafka's ``-total`` counters and e2e latency
+summaries) reach ``KafkaStreams.metrics()`` through a file the thread rewrites at most once a
+second in the driver's control directory (threads on this machine), and with its summary when
+the run stops; the live progress view has no micro-batches to show.
 """
 
 from __future__ import annotations
@@ -84,8 +92,6 @@ def refusal(config, plans: list[dict]) -> str | None:
         return (f"it commits with Kafka transactions only (processing.guarantee={config.processingGuarantee()}; "
                 "set exactly_once_v2)")
     for plan in plans:
-        if plan["globalSources"]:
-            return f"global stores and GlobalKTables are not supported yet (global topics {plan['globalSources']})"
         for name, topic in plan["changelogs"].items():
             if topic is None:
                 continue
@@ -130,6 +136,7 @@ class StreamThreads:
         self.error: BaseException | None = None
         self._group = f"kspark-stream-threads-{plans[0]['applicationId']}-{uuid.uuid4().hex[:8]}"
         self._thread: threading.Thread | None = None
+        self._stopping = False
 
     def start(self) -> None:
         spark, plans, threads = self.spark, self.plans, self.threads
@@ -159,6 +166,10 @@ class StreamThreads:
         """Ask every thread to commit and stop (a file in the control directory, which a thread on
         this machine sees); after ``commit.interval.ms`` + 30 s, cancel the job (threads on other
         machines: an open transaction is then aborted by the next run's ``init_transactions``)."""
+        if self._stopping:
+            self.join(None)
+            return
+        self._stopping = True
         open(os.path.join(self.control, "stop"), "w").close()
         self.join(self.commitIntervalMs / 1000 + _STOP_GRACE_S)
         if self.alive():
@@ -166,6 +177,29 @@ class StreamThreads:
                         self.commitIntervalMs / 1000 + _STOP_GRACE_S)
             self.spark.sparkContext.cancelJobGroup(self._group)
             self.join(60)
+
+    def counters(self) -> dict[str, float]:
+        """The threads' counters so far (``Metrics.encoded()`` names, merged): from the files each
+        attempt of each thread writes in the control directory (at most once a second, and when
+        it stops), else, for threads on other machines, their summaries once stopped."""
+        import json
+
+        from ..runtime.metrics import mergeEncoded
+
+        total: dict[str, float] = {}
+        names = [n for n in os.listdir(self.control) if n.startswith("metrics-")] if os.path.isdir(self.control) else []
+        for name in names:
+            try:
+                with open(os.path.join(self.control, name)) as f:
+                    mergeEncoded(total, json.load(f))
+            except (OSError, ValueError):  # replaced right now: read at the next call
+                continue
+        if not names:
+            for summary in self.summaries:
+                mergeEncoded(total, summary["counters"])
+        return total
+
+    def cleanup(self) -> None:
         shutil.rmtree(self.control, ignore_errors=True)
 
 
@@ -182,7 +216,7 @@ def streamThread(index: int, plans: list[dict], spec: dict):
     attempt = context.attemptNumber() if context is not None else 0
     with open(os.path.join(spec["control"], f"pid-{index}-{attempt}"), "w") as f:  # tests kill it by this
         f.write(str(os.getpid()))
-    thread = _StreamThread(index, plans, spec)
+    thread = _StreamThread(index, plans, spec, attempt)
     try:
         thread.run()
     finally:
@@ -193,15 +227,18 @@ def streamThread(index: int, plans: list[dict], spec: dict):
 class _StreamThread:
     """One stream thread's tasks, consumer and producer (executor side)."""
 
-    def __init__(self, index: int, plans: list[dict], spec: dict) -> None:
+    def __init__(self, index: int, plans: list[dict], spec: dict, attempt: int = 0) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         from ..topics._kafka import _metadataOf, decodeStreamsMetadata, _librdkafkaLog
         from ._datasource import openTopicsFromOptions
+        from ..runtime.global_state import GlobalStoreReprocessor, globalQueueKey, globalStoreSources
+        from ..state._restore import restoreGlobalStores, restoreStores
         from ._task_processor import TaskStatefulProcessor, _seedPartitionTimes
 
-        self.index, self.plans, self.spec = index, plans, spec
+        self.index, self.plans, self.spec, self.attempt = index, plans, spec, attempt
         self.started = time.time()
+        self._countersWritten = 0.0
         plan0 = plans[0]
         self.appId = plan0["applicationId"]
         self.commitS = spec["commitIntervalMs"] / 1000
@@ -220,15 +257,26 @@ class _StreamThread:
                                  "stream-threads")
         owner = threadOfTasks(plans, spec["threads"])
         owned = [(i, p) for (i, p), t in owner.items() if t == index]
+        streamSources = {i: [t for t in plan["sources"] if t not in plan["globalSources"]] for i, plan in enumerate(plans)}
+        globalTopics = sorted({t for i, _ in owned for t in plans[i]["globalSources"]})
 
         self.consumer = Consumer({**self.topics.consumerConfig, "group.id": self.appId,
                                   "isolation.level": "read_committed", "enable.auto.commit": False,
                                   "enable.partition.eof": False, "logger": _librdkafkaLog})
-        wanted = [TopicPartition(t, p) for i, p in owned for t in plans[i]["sources"]]
-        committed = {(tp.topic, tp.partition): tp for tp in self.consumer.committed(wanted, timeout=self.topics.timeoutS)}
+        self.errors: list = []
+        # the producer first: its init_transactions aborts the open transaction of this thread's
+        # previous attempt, whose offsets would hold the committed offsets' fetch until it ends
+        self._producer()
+        wanted = [TopicPartition(t, p) for i, p in owned for t in streamSources[i]]
+        committed = {(tp.topic, tp.partition): tp for tp in self._committed(wanted)}
+        # the global topics: every task's copy of a global store is restored to the topics' ends as
+        # of now, then the thread reads on from there (Kafka's global thread bootstraps its stores
+        # to the end before the stream threads start)
+        globalRanges = {globalQueueKey(t, p): [self.topics.beginningOffsets(t)[p], end]
+                        for t in globalTopics for p, end in sorted(self.topics.endOffsets(t).items())}
+        self.globalTasks: dict[str, list[str]] = {}  # global queue key -> the tasks that read it
         checkpointId = f"stream-thread-{uuid.uuid4().hex}"  # never the database's: every attempt restores
         now = int(time.time() * 1000)
-        from ..state._restore import restoreStores
 
         for i, p in owned:
             plan = plans[i]
@@ -238,7 +286,6 @@ class _StreamThread:
             shutil.rmtree(taskRoot, ignore_errors=True)
             task = TaskStatefulProcessor({**plan, "storeDir": os.path.join(taskRoot, uuid.uuid4().hex[:8])})._newTask(
                 taskId, p)
-            # _newTask puts the database at <storeDir>/<taskId>
             state = task.persistentState
             if state is not None:
                 try:
@@ -246,18 +293,28 @@ class _StreamThread:
                         raise StreamsException(f"task [{taskId}]: a new store directory held a store")
                     self.restoredRecords += restoreStores(state, self.topics, p, checkpointId, 1 << 62,
                                                           localTopics=False, taskId=taskId)
+                    if task.globalStores:
+                        sources = globalStoreSources(plan["subtopology"])
+                        reprocess = {name: GlobalStoreReprocessor(task, name, *sources[name])
+                                     for name in task.globalStores if sources[name][1].reprocessOnRestore}
+                        self.restoredRecords += restoreGlobalStores(state, self.topics, task.globalStores, globalRanges,
+                                                                    taskId, reprocess=reprocess)
                     state.restored(checkpointId, None)
                 except BaseException:
                     state.close()
                     raise
             times = {}
-            for t in plan["sources"]:
+            for t in streamSources[i]:
                 tp = committed[(t, p)]
                 decoded = decodeStreamsMetadata(_metadataOf(tp)) if tp.offset >= 0 else None
                 if decoded is not None and decoded[0] >= 0:
                     times[f"{t}/{p}"] = decoded[0]
                 self.taskOf[(t, p)] = taskId
             _seedPartitionTimes(task, p, times)
+            for key, queue in task.queueOf.items():
+                if queue.isGlobal:  # a task never waits for global records (Kafka's global thread is apart)
+                    queue.lag = 0
+                    self.globalTasks.setdefault(key, []).append(taskId)
             task.wallClockTime = now
             task.initialize()
             self.tasks[taskId], self.stores[taskId], self.partitionOf[taskId] = task, state, p
@@ -265,15 +322,33 @@ class _StreamThread:
         self.restoredAt = time.time()
         self.positions: dict[tuple[str, int], int] = {}  # processed, not committed: next offset
         self.inTransaction = False
-        self.errors: list = []
-        self._producer()
         # no committed offset: the reset policy's position, resolved once on the driver
         initial = spec["initialOffsets"]
         self.consumer.assign([TopicPartition(t, p, tp.offset if tp.offset >= 0 else initial[f"{t}/{p}"])
-                              for (t, p), tp in committed.items()])
-        # tasks reading several partitions: their queues' lags are needed (RecordQueue.lag)
-        self.multiInput = {taskId for taskId, task in self.tasks.items()
-                           if sum(1 for t in task.queueOf if "@" not in t) > 1}
+                              for (t, p), tp in committed.items()]
+                             + [TopicPartition(key.rpartition("@")[0], int(key.rpartition("@")[2]), end)
+                                for key, (_, end) in globalRanges.items()])
+        # tasks reading several partitions (global ones included): their queues' lags are needed
+        self.multiInput = {taskId for taskId, task in self.tasks.items() if len(task.queueOf) > 1}
+
+    def _committed(self, partitions: list) -> list:
+        """The group's committed offsets of ``partitions``. A read_committed consumer's fetch waits
+        while a transaction that sent offsets for them is open (a thread of an earlier run with
+        more threads, not fenced by this one): retried until ``transaction.timeout.ms`` has passed,
+        as the broker then aborts it, as Kafka Streams retries until ``task.timeout.ms``."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = time.monotonic() + int(self.topics.producerConfig.get("transaction.timeout.ms", 60000)) / 1000 + 30
+        while True:
+            try:
+                return self.consumer.committed(partitions, timeout=self.topics.timeoutS)
+            except KafkaException as e:
+                inner = e.args[0] if e.args else None
+                if not (isinstance(inner, KafkaError) and inner.code() == KafkaError._TIMED_OUT) \
+                        or time.monotonic() > deadline:
+                    raise
+                log.info("stream thread %d: the committed offsets are not stable yet (an open transaction); retrying",
+                         self.index)
 
     def _producer(self) -> None:
         from confluent_kafka import KafkaException, Producer
@@ -317,7 +392,13 @@ class _StreamThread:
                         RawRecord(m.offset(), m.timestamp()[1], m.key(), m.value(), tuple(m.headers() or ())))
                 fed = set()
                 for (t, p), records in byPartition.items():
-                    taskId = self.taskOf[(t, p)]
+                    taskId = self.taskOf.get((t, p))
+                    if taskId is None:  # a global partition: to every task that has its queue
+                        key = f"{t}@{p}"
+                        for taskId in self.globalTasks[key]:
+                            self.tasks[taskId].addRecords(key, records, lag=0)
+                            fed.add(taskId)
+                        continue
                     self.tasks[taskId].addRecords(t, records, lag=0)
                     self.positions[(t, p)] = records[-1].offset + 1
                     self.processed += len(records)
@@ -338,6 +419,7 @@ class _StreamThread:
                 self.commit()
                 lastCommit = time.monotonic()
         self.commit()
+        self._writeCounters(force=True)
 
     def _setLags(self, taskId: str) -> None:
         """Each empty queue's lag: the consumer's cached high watermark beyond its position
@@ -386,8 +468,12 @@ class _StreamThread:
             self._produce(task.drainProducedChunks())
         if not self.inTransaction and not self.positions:
             return
-        offsets = [TopicPartition(t, p, o, encodeStreamsMetadata(self.tasks[self.taskOf[(t, p)]].queueOf[t].partitionTime, {}))
-                   for (t, p), o in sorted(self.positions.items())]
+        offsets = []
+        for (t, p), o in sorted(self.positions.items()):
+            queue = self.tasks[self.taskOf[(t, p)]].queueOf[t]
+            if not queue.size():  # all consumed is processed: past any transaction marker too, as Kafka Streams
+                o = max(o, self.consumer.position([TopicPartition(t, p)])[0].offset)  # commits the position
+            offsets.append(TopicPartition(t, p, o, encodeStreamsMetadata(queue.partitionTime, {})))
         try:
             if not self.inTransaction:
                 self.producer.begin_transaction()
@@ -413,6 +499,24 @@ class _StreamThread:
         for task in self.tasks.values():
             mergeEncoded(self.counters, task.metrics.encoded())
             task.metrics.clear()
+        self._writeCounters(force=False)
+
+    def _writeCounters(self, force: bool) -> None:
+        """This attempt's counters to ``<control>/metrics-<thread>-<attempt>.json`` (the driver's
+        ``metrics()`` reads them while the run goes on), at most once a second unless ``force``."""
+        import json
+
+        now = time.monotonic()
+        if not force and now - self._countersWritten < 1:
+            return
+        self._countersWritten = now
+        path = os.path.join(self.spec["control"], f"metrics-{self.index}-{self.attempt}.json")
+        try:
+            with open(path + ".tmp", "w") as f:
+                json.dump(self.counters, f)
+            os.replace(path + ".tmp", path)
+        except OSError:  # the control directory is the driver's: not on this machine
+            pass
 
     def close(self) -> None:
         if self.consumer is not None:
