@@ -1889,10 +1889,12 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-live-rate", default="2000",
                         help="prices/s of P2-java's latency phase (--only p2-live); a comma-separated list runs one phase per rate")
     parser.add_argument("--p2-live-seconds", type=float, default=15, help="length of P2-java's latency phase (s)")
-    parser.add_argument("--p2-trigger", default="0 seconds", help="kspark.trigger of P2-java's latency phase")
+    parser.add_argument("--p2-trigger", default="continuous",
+                        help="kspark.trigger of P2-java's latency phase (round 23: continuous; \"0 seconds\": micro-batches)")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
-    parser.add_argument("--p4-trigger", default="0 seconds",
-                        help="kspark.trigger of P4's latency phase (its backlog phase runs availableNow)")
+    parser.add_argument("--p4-trigger", default="continuous",
+                        help="kspark.trigger of P4's latency phase (its backlog phase runs availableNow; round 23: "
+                             "continuous; \"0 seconds\": micro-batches)")
     parser.add_argument("--p4-live-rate", default="2000",
                         help="records/s of P4's latency phase; a comma-separated list runs one phase per rate")
     parser.add_argument("--p4-live-seconds", type=float, default=15, help="length of P4's latency phase (s)")

@@ -285,6 +285,31 @@ class LongRunningApp:
             raise SystemExit(f"lrt: the Spark job failed: {self.error}")
 
 
+class ContinuousApp:
+    """kspark's own continuous mode (``kspark.trigger`` ``continuous``, round 23) in a phase: its
+    kill clock, as :class:`LongRunningApp`'s (stream thread 0's Python worker)."""
+
+    def __init__(self, streams, killAfter: float | None):
+        self.streams, self.killAfter, self.killed = streams, killAfter, {}
+
+    @property
+    def summaries(self) -> list:
+        return self.streams._streamThreads.summaries
+
+    def warmedUp(self) -> None:
+        if self.killAfter is None:
+            return
+
+        def kill():
+            from kspark.spark._stream_threads import killStreamThread
+
+            pid = killStreamThread(self.streams._streamThreads.control, 0)
+            self.killed = {"pid": pid, "at": time.time()}
+            run.note(f"continuous: killed stream thread 0 (Python worker {pid})")
+
+        threading.Timer(self.killAfter, kill).start()
+
+
 def expectedCheck(topics, src: str, out: str) -> dict:
     """The output topic against the expected outputs (see the module docstring)."""
     from kspark import Serdes
@@ -313,7 +338,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", default="2000,200,20000")
     parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--systems", default="lrt,kspark,java")
+    parser.add_argument("--systems", default="lrt,kspark,java", help="of lrt, kspark (micro-batch, trigger 0), "
+                        "continuous (kspark.trigger continuous), java")
     parser.add_argument("--kill-after", type=float, default=None,
                         help="an extra lrt phase at the first rate, killing long-running task 0 this many s after warm-up")
     parser.add_argument("--backlog", type=int, default=0,
@@ -348,10 +374,10 @@ def main(argv=None) -> int:
                 f.write(json.dumps(row) + "\n")
         phases = [(rate, system, None) for rate in rates for system in systems]
         if args.kill_after is not None:
-            phases.append((rates[0], "lrt", args.kill_after))
+            phases += [(rates[0], s, args.kill_after) for s in ("lrt", "continuous") if s in systems]
         for rate, system, killAfter in phases:
             keys = hosts[:int(rate * args.seconds)]
-            name = system if killAfter is None else "lrtkill"
+            name = system if killAfter is None else f"{system}kill"
             apps: list = []
 
             def startApp(src, out, system=system, killAfter=killAfter):
@@ -360,12 +386,14 @@ def main(argv=None) -> int:
                     app = LongRunningApp(spark, broker.bootstrapServers, src, out, appId, args.work, killAfter)
                     apps.append(app)
                     return app.stop
-                if system == "kspark":
+                if system in ("kspark", "continuous"):
                     from kspark import KafkaStreams
                     streams = KafkaStreams(run.sessionCountTopology(src, out, run.GAP), {
                         **eos, "application.id": appId, "state.dir": str(args.work / "kspark-live-state"),
-                        "kspark.trigger": "0 seconds"}, spark=spark)
+                        "kspark.trigger": "0 seconds" if system == "kspark" else "continuous"}, spark=spark)
                     streams.start()
+                    if system == "continuous":
+                        apps.append(ContinuousApp(streams, killAfter))
                     return streams.close
                 return run.startJavaLive("bench.Streams", f"bootstrap={broker.bootstrapServers}", f"appId={appId}",
                                          f"input={src}", f"output={out}", f"stateDir={args.work / 'java-live-state'}",
@@ -394,6 +422,8 @@ def main(argv=None) -> int:
                 row["tasks"] = apps[0].summaries
                 if apps[0].killed:
                     row["killed_pid"] = apps[0].killed["pid"]
+                if isinstance(apps[0], ContinuousApp):
+                    row["threads"] = [{k: v for k, v in t.items() if k != "counters"} for t in apps[0].summaries]
             print(json.dumps(row), flush=True)
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -436,6 +466,24 @@ def backlog(system: str, spark, broker, topics, n: int, work: Path, runId: str) 
         cpu = run._cpuOf(os.getpid()) - run._cpuOf(broker.pid) - cpu0
         app.stop()
         extra["tasks"] = app.summaries
+    elif system == "continuous":
+        streams = KafkaStreams(run.sessionCountTopology(src, out, run.GAP), {
+            "bootstrap.servers": broker.bootstrapServers, "processing.guarantee": "exactly_once_v2",
+            "application.id": appId, "state.dir": str(work / "continuous-state"), "kspark.trigger": "continuous"},
+            spark=spark)
+        streams.start()
+        while True:
+            done = topics.committedOffsets(appId, src)
+            if all(done.get(p, (0,))[0] >= e for p, e in ends.items()):
+                break
+            if time.time() - t0 > 600 or streams._streamThreads.error is not None:
+                streams.close()
+                raise SystemExit("continuous backlog: not done in 600 s")
+            time.sleep(0.1)
+        seconds = time.time() - t0
+        cpu = run._cpuOf(os.getpid()) - run._cpuOf(broker.pid) - cpu0
+        streams.close()
+        extra["threads"] = [{k: v for k, v in t.items() if k != "counters"} for t in streams._streamThreads.summaries]
     elif system == "kspark":
         streams = KafkaStreams(run.sessionCountTopology(src, out, run.GAP), {
             "bootstrap.servers": broker.bootstrapServers, "processing.guarantee": "exactly_once_v2",

@@ -173,12 +173,21 @@ def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kaf
         "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
         StreamsConfig.TRIGGER_CONFIG: "continuous"}, spark=spark)
     streams.start()
+    # Kafka's task-level process-total: every price, every valuation, and each again from the
+    # repartition topic
+    inputs = len(prices) + 2 * len(valuations)
+
+    def processed():
+        return sum(v for m, v in streams.metrics().items() if m.name == "process-total" and m.group == "stream-task-metrics")
+
     try:
         waitFor(lambda: caughtUp(topics, appId, ["prices", "valuations", f"{appId}-valuations-by-code-repartition"]),
                 "the inputs' ends committed", streams)
+        waitFor(lambda: processed() == inputs, "the threads' counters in metrics() while they run", streams)
     finally:
         streams.close()
     assert streams.state() == KafkaStreams.NOT_RUNNING
+    assert processed() == inputs  # after close: kept in state.dir
     got = vs.readSignals(topics)
     assert len(expected) > 50
     assert got == expected

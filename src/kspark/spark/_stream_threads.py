@@ -59,10 +59,12 @@ import logging
 import os
 import shutil
 import signal
+import statistics
 import tempfile
 import threading
 import time
 import uuid
+from collections import deque
 
 from ..errors import StreamsException
 
@@ -187,7 +189,8 @@ class StreamThreads:
         from ..runtime.metrics import mergeEncoded
 
         total: dict[str, float] = {}
-        names = [n for n in os.listdir(self.control) if n.startswith("metrics-")] if os.path.isdir(self.control) else []
+        names = [n for n in os.listdir(self.control) if n.startswith("metrics-") and n.endswith(".json")] \
+            if os.path.isdir(self.control) else []
         for name in names:
             try:
                 with open(os.path.join(self.control, name)) as f:
@@ -238,7 +241,7 @@ class _StreamThread:
 
         self.index, self.plans, self.spec, self.attempt = index, plans, spec, attempt
         self.started = time.time()
-        self._countersWritten = 0.0
+        self._countersWritten, self._countersDirty = 0.0, True
         plan0 = plans[0]
         self.appId = plan0["applicationId"]
         self.commitS = spec["commitIntervalMs"] / 1000
@@ -253,6 +256,7 @@ class _StreamThread:
         self.commits = 0
         self.processed = 0
         self.counters: dict[str, float] = {}
+        self.commitMs: deque[float] = deque(maxlen=10_000)  # the last commits' durations (summary)
         self.root = os.path.join(plan0["storeDir"] or os.path.join(tempfile.gettempdir(), "kspark-stores", self.appId),
                                  "stream-threads")
         owner = threadOfTasks(plans, spec["threads"])
@@ -321,6 +325,8 @@ class _StreamThread:
         self.checkpointId = checkpointId
         self.restoredAt = time.time()
         self.positions: dict[tuple[str, int], int] = {}  # processed, not committed: next offset
+        # the offsets committed (-1001: none yet), to notice a position moved past a marker
+        self.committedOffsets: dict[tuple[str, int], int] = {key: tp.offset for key, tp in committed.items()}
         self.inTransaction = False
         # no committed offset: the reset policy's position, resolved once on the driver
         initial = spec["initialOffsets"]
@@ -415,11 +421,29 @@ class _StreamThread:
                 task.maybePunctuateSystemTime(now)
                 self._produce(task.drainProducedChunks())
             self.producer.poll(0)
-            if (self.positions or self.inTransaction) and time.monotonic() - lastCommit >= self.commitS:
-                self.commit()
+            if time.monotonic() - lastCommit >= self.commitS:
+                if not self.positions and not self.inTransaction:
+                    self._passedMarkers()
+                if self.positions or self.inTransaction:
+                    self.commit()
+                else:  # idle: the last commit's counters, if not written yet
+                    self._writeCounters(force=False)
                 lastCommit = time.monotonic()
         self.commit()
         self._writeCounters(force=True)
+
+    def _passedMarkers(self) -> None:
+        """Partitions whose consumer position moved past the committed offset without a record
+        (a transaction's commit marker written after its last record was read): their position is
+        committed with the next commit, so the group shows them caught up (a partition with
+        buffered records is left for their processing)."""
+        from confluent_kafka import TopicPartition
+
+        partitions = [TopicPartition(t, p) for (t, p) in self.committedOffsets]
+        for tp in self.consumer.position(partitions):
+            key = (tp.topic, tp.partition)
+            if tp.offset > self.committedOffsets[key] and not self.tasks[self.taskOf[key]].queueOf[tp.topic].size():
+                self.positions[key] = tp.offset
 
     def _setLags(self, taskId: str) -> None:
         """Each empty queue's lag: the consumer's cached high watermark beyond its position
@@ -457,6 +481,7 @@ class _StreamThread:
                                      sendOffsetsToTransaction)
         from ._task_processor import _changelogColumns
 
+        started = time.perf_counter()
         version = uuid.uuid4().hex
         for task in self.tasks.values():
             task.commit()  # the record caches flush
@@ -494,11 +519,14 @@ class _StreamThread:
         for state in self.stores.values():
             if state is not None:
                 state.db.reconcile(self.checkpointId, version)  # the committed changes applied locally
+        self.committedOffsets.update((key, tp.offset) for key, tp in zip(sorted(self.positions), offsets))
         self.positions = {}
         self.commits += 1
+        self.commitMs.append((time.perf_counter() - started) * 1000)
         for task in self.tasks.values():
             mergeEncoded(self.counters, task.metrics.encoded())
             task.metrics.clear()
+        self._countersDirty = True
         self._writeCounters(force=False)
 
     def _writeCounters(self, force: bool) -> None:
@@ -507,9 +535,9 @@ class _StreamThread:
         import json
 
         now = time.monotonic()
-        if not force and now - self._countersWritten < 1:
+        if not self._countersDirty or (not force and now - self._countersWritten < 1):
             return
-        self._countersWritten = now
+        self._countersWritten, self._countersDirty = now, False
         path = os.path.join(self.spec["control"], f"metrics-{self.index}-{self.attempt}.json")
         try:
             with open(path + ".tmp", "w") as f:
@@ -531,7 +559,9 @@ class _StreamThread:
         return {"thread": self.index, "tasks": sorted(self.tasks), "restoredRecords": self.restoredRecords,
                 "startupSeconds": round(self.restoredAt - self.started, 2),
                 "seconds": round(time.time() - self.started, 1), "processed": self.processed,
-                "commits": self.commits, "counters": self.counters}
+                "commits": self.commits, "counters": self.counters,
+                "commitMsP50": round(statistics.median(self.commitMs), 1) if self.commitMs else None,
+                "commitMsP95": round(statistics.quantiles(self.commitMs, n=20)[-1], 1) if len(self.commitMs) > 1 else None}
 
 
 def killStreamThread(control: str, index: int, attempt: int = 0) -> int:
