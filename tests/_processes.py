@@ -80,3 +80,38 @@ def treeRss(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def checkpointFiles(appDir) -> set:
+    """The micro-batch files of a run's checkpoints under ``appDir`` (``<state.dir>/<application.id>``):
+    ``(sub-topology directory, "offsets" or "commits", batch)`` for each batch planned (its offsets
+    written) and each committed. Spark writes each file whole (a rename), once per batch however
+    often the run is killed and restarted."""
+    from pathlib import Path
+
+    found = set()
+    for sub in Path(appDir).glob("subtopology-*"):
+        for kind in ("offsets", "commits"):
+            if (sub / kind).is_dir():
+                found.update((sub.name, kind, int(f.name)) for f in (sub / kind).iterdir() if f.name.isdigit())
+    return found
+
+
+def runUntilCheckpointFiles(proc, appDir, count: int, timeout: float = 240.0) -> bool:
+    """Wait until run ``proc`` (a ``Popen``) has written ``count`` new :func:`checkpointFiles` in
+    ``appDir``: a point in its processing whatever the machine's speed (a fixed sleep lands in a
+    slow machine's start-up, or after a fast one's end). False if the run ended first.
+
+    Raises
+    ------
+    AssertionError
+        If neither happened within ``timeout`` seconds.
+    """
+    before = checkpointFiles(appDir)
+    deadline = time.time() + timeout
+    while len(checkpointFiles(appDir) - before) < count:
+        if proc.poll() is not None:
+            return False
+        assert time.time() < deadline, f"the run wrote no {count} checkpoint files in {appDir} within {timeout} s"
+        time.sleep(0.05)
+    return True

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from _kafka_crash_runner import topology
-from _processes import killRun
+from _processes import checkpointFiles, killRun, runUntilCheckpointFiles
 from kspark.runtime.partitioner import partitionForKey
 from kspark.runtime.stream_task import decodeHeaders
 from kspark.serialization import Serdes
@@ -28,6 +28,10 @@ BASE_MS = (int(time.time()) // 3600 - 1) * 3_600_000
 # is start-up (~9 s), a first batch (~6 s) and ~1.4 s per further batch; 6,000 records (6 + 7
 # batches) made every full run ~9 s longer and no kill landed later than the second batch anyway
 RECORDS = [(f"k{i % 50}", i, BASE_MS + 10 * i) for i in range(3_000)]
+# the checkpoint files (offsets and commit of each micro-batch) of an uninterrupted run: 3 batches
+# of sub-topology 0 and 4 of sub-topology 1 (its input holds the transaction markers too) under
+# exactly_once_v2, 3 and 3 under at_least_once; the SIGKILL tests' kill points are counted in them
+EOS_FILES, ALO_FILES = 14, 12
 
 
 def perKey(rows):
@@ -121,16 +125,27 @@ def awaitMemberGone(broker, appId, timeoutS=30):
         time.sleep(0.5)
 
 
-def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
+def killAtRandomPoints(broker, stateDir, guarantee, seed, files, kills=2):
+    """Start the run ``kills`` times and SIGKILL each at a random point of its micro-batches:
+    once it wrote a random number of checkpoint files (a batch's offsets, planned, or its commit;
+    at least 4 of an uninterrupted run's ``files`` left to write) and up to 1 s more, so mid-batch
+    (its Kafka transactions open, or committed and Spark's commit not yet written) or between
+    batches, on a fast machine as on a slow one; then run it to the end. Returns the runs killed
+    (a run that ended before its kill point is not)."""
     rng = random.Random(seed)
+    appDir = stateDir / f"crash-{stateDir.parent.name}"
     killed = 0
     for _ in range(kills):
+        left = files - len(checkpointFiles(appDir))
         proc = runner(broker, stateDir, guarantee)
-        try:
-            proc.wait(timeout=rng.uniform(8, 22))  # start-up ~9 s, an uninterrupted run ~26 s
-        except subprocess.TimeoutExpired:
-            killAndAwaitSessionTimeout(proc, broker, f"crash-{stateDir.parent.name}")
-            killed += 1
+        count, delay = rng.randint(1, max(1, left - 4)), rng.uniform(0, 1)
+        if runUntilCheckpointFiles(proc, appDir, count):
+            time.sleep(delay)
+        if proc.poll() is not None:
+            break
+        killAndAwaitSessionTimeout(proc, broker, appDir.name)
+        killed += 1
+        print(f"killed {delay:.2f} s after its checkpoint file #{count}; written: {sorted(checkpointFiles(appDir))}")
     final = runner(broker, stateDir, guarantee)
     _, err = finish(final)
     assert final.returncode == 0, err.decode()[-3000:]
@@ -139,8 +154,8 @@ def killAtRandomPoints(broker, stateDir, guarantee, seed, kills=5):
 
 def test_exactly_once_v2_survives_sigkill_at_random_points(kafkaBroker, tmp_path, expected):
     topics = load(kafkaBroker)
-    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "exactly_once_v2", seed=18, kills=3)
-    assert killed >= 2  # most runs were cut short
+    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "exactly_once_v2", seed=18, files=EOS_FILES)
+    assert killed == 2, "a run ended before its kill point"
     got = output(topics)
     assert differences(got, expected) == []
 
@@ -186,8 +201,8 @@ def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_wit
 
 def test_at_least_once_loses_nothing_under_sigkill(kafkaBroker, tmp_path, expected):
     topics = load(kafkaBroker)
-    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "at_least_once", seed=7, kills=3)
-    assert killed >= 2
+    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "at_least_once", seed=7, files=ALO_FILES)
+    assert killed == 2, "a run ended before its kill point"
     got = output(topics)
     # A replayed batch writes its records again, so a record may reach the repartition topic twice
     # and be counted twice downstream (as in Kafka Streams under at_least_once). Nothing is lost:

@@ -91,3 +91,28 @@ def test_output_e2e_latency_p50_p95_from_the_tasks_histograms_in_batch_lines_and
     assert progress.batchLine(stats).endswith(", e2e p50 2,048 ms, p95 2,048 ms")
     # the run: 90 records at <= 256 ms, 10 at <= 1,024, 100 at <= 2,048
     assert progress.summaryLines()[-1] == "end-to-end latency of output records: p50 1,024 ms, p95 2,048 ms"
+
+
+def test_close_waits_only_for_the_progress_events_of_batches_that_ran(monkeypatch):
+    """A query resumed with nothing new ran no batch: its ``lastProgress`` is its no-data
+    trigger's (no ``addBatch`` duration; the shape Spark 4 gave a resumed ``kspark run``), which
+    Spark posts to no listener. Waiting for it held ``close()`` for waitFor's whole 10 s."""
+    from types import SimpleNamespace
+
+    from kspark.spark._progress import ProgressListener
+
+    progress, sub = progressOf()
+    listener = ProgressListener(progress, "none")
+    waited = []
+    monkeypatch.setattr(listener, "waitFor", lambda lastBatches, timeout=10.0: waited.append(lastBatches))
+
+    def query(name, batchId, durationMs):
+        return SimpleNamespace(name=name, lastProgress=SimpleNamespace(batchId=batchId, durationMs=durationMs))
+
+    listener.close([
+        query("app-subtopology-0", 7, {"addBatch": 905, "getBatch": 0, "latestOffset": 3, "queryPlanning": 40,
+                                       "triggerExecution": 1002, "walCommit": 20}),
+        query("app-subtopology-1", 2, {"latestOffset": 4, "triggerExecution": 12}),  # resumed, nothing new
+        SimpleNamespace(name="app-subtopology-2", lastProgress=None),  # failed to start
+    ])
+    assert waited == [{"app-subtopology-0": 7}]

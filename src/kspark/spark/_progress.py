@@ -448,15 +448,20 @@ class ProgressListener(StreamingQueryListener):
             time.sleep(0.05)
 
     def close(self, queries: list) -> None:
-        """After the queries stopped: wait for their last progress events, stop the live view,
-        print the summary."""
+        """After the queries stopped: wait for the progress events of their last executed
+        batches, stop the live view, print the summary.
+
+        A query that executed no batch in this run (resumed with nothing new) has the progress
+        of its no-data trigger as ``lastProgress`` (no ``addBatch`` duration), which Spark does
+        not post to listeners: waiting for it held every such run's close for ``waitFor``'s
+        whole timeout (10 s)."""
         last = {}
         for q in queries:
             try:
                 p = q.lastProgress
             except Exception:  # noqa: BLE001 - a query that failed to start has no progress
                 p = None
-            if p is not None:
+            if p is not None and "addBatch" in (p.durationMs or {}):
                 last[q.name] = p.batchId
         self.waitFor(last)
         self.finish()
