@@ -191,3 +191,36 @@ def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kaf
     got = vs.readSignals(topics)
     assert len(expected) > 50
     assert got == expected
+
+
+def test_a_join_task_whose_table_partition_stays_empty_processes_its_stream_records(spark, kafkaBroker, tmp_path):
+    """A stream-table left join whose table topic never gets a record: the task has nothing
+    known upstream on that partition (lag 0 once fetched), so it processes the stream records
+    (rule J-1's left join: a null table value) rather than waiting for records that never come,
+    although no further record arrives to wake it."""
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    src, table, out = "continuous-join-in", "continuous-join-table", "continuous-join-out"
+    for t in (src, table, out):
+        topics.createTopic(t, 2)
+    b = StreamsBuilder()
+    values = b.table(table, Consumed.with_(Serdes.String(), Serdes.String()))
+    (b.stream(src, Consumed.with_(Serdes.String(), Serdes.String()))
+     .leftJoin(values, lambda v, tv: f"{v}+{tv}")
+     .to(out, Produced.with_(Serdes.String(), Serdes.String())))
+    records = [(f"k{i}".encode(), f"v{i}".encode(), 1000 + i) for i in range(20)]
+    topics.produce(src, records, partitioner=partitionForKey)
+    streams = KafkaStreams(b.build(), {
+        "application.id": "continuous-join", "bootstrap.servers": kafkaBroker.bootstrapServers,
+        "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+        StreamsConfig.TRIGGER_CONFIG: "continuous"}, spark=spark)
+    streams.start()
+
+    def joined():
+        return sorted((r["key"], r["value"]) for p, end in topics.endOffsets(out).items()
+                      for r in topics.read(out, p, 0, end).to_pylist())
+
+    try:
+        waitFor(lambda: len(joined()) >= len(records), "the stream records joined", streams, timeoutS=60)
+    finally:
+        streams.close()
+    assert joined() == sorted((k, v + b"+None") for k, v, _ in records)

@@ -306,9 +306,14 @@ def test_trigger_values(value, stored):
 ])
 def test_trigger_invalid_names_the_key(value, spark):
     # Spark's messages for Trigger.ProcessingTime(value) (checked against pyspark 4.3's jars)
-    with invalid(value, "kspark.trigger", 'not "availableNow" nor a Spark processing-time interval such as '
+    with invalid(value, "kspark.trigger", 'not "availableNow", "continuous" nor a Spark processing-time interval such as '
                                           f'"1 second" or "500 milliseconds" ({spark})'):
         StreamsConfig({"kspark.trigger": value})
+
+
+def test_trigger_continuous_is_the_stream_threads_mode():
+    """kspark.trigger "continuous" (any case): long-running stream threads (kspark.spark._stream_threads)."""
+    assert StreamsConfig({"kspark.trigger": "Continuous"}).get("kspark.trigger") == "continuous"
 
 
 @pytest.mark.parametrize("value", ["exactly_once", "exactly_once_beta", "EXACTLY_ONCE_V2"])

@@ -324,14 +324,14 @@ class _StreamThread:
             self.tasks[taskId], self.stores[taskId], self.partitionOf[taskId] = task, state, p
         self.checkpointId = checkpointId
         self.restoredAt = time.time()
-        self.positions: dict[tuple[str, int], int] = {}  # processed, not committed: next offset
+        self.waiting: set[str] = set()  # tasks holding records not processed yet
         # the offsets committed (-1001: none yet), to notice a position moved past a marker
         self.committedOffsets: dict[tuple[str, int], int] = {key: tp.offset for key, tp in committed.items()}
         self.inTransaction = False
         # no committed offset: the reset policy's position, resolved once on the driver
         initial = spec["initialOffsets"]
-        self.consumer.assign([TopicPartition(t, p, tp.offset if tp.offset >= 0 else initial[f"{t}/{p}"])
-                              for (t, p), tp in committed.items()]
+        self.assignedAt = {(t, p): tp.offset if tp.offset >= 0 else initial[f"{t}/{p}"] for (t, p), tp in committed.items()}
+        self.consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in self.assignedAt.items()]
                              + [TopicPartition(key.rpartition("@")[0], int(key.rpartition("@")[2]), end)
                                 for key, (_, end) in globalRanges.items()])
         # tasks reading several partitions (global ones included): their queues' lags are needed
@@ -406,44 +406,54 @@ class _StreamThread:
                             fed.add(taskId)
                         continue
                     self.tasks[taskId].addRecords(t, records, lag=0)
-                    self.positions[(t, p)] = records[-1].offset + 1
                     self.processed += len(records)
                     fed.add(taskId)
-                for taskId in fed:
-                    task = self.tasks[taskId]
-                    if taskId in self.multiInput:
-                        self._setLags(taskId)
-                    task.processAll(now)
-                    # Kafka's record-e2e-latency: a source's records at the poll's wall-clock time,
-                    # a terminal node's once processed
-                    task.metrics.recordLatencies(now, int(time.time() * 1000))
+                self.waiting |= fed
+            # the tasks given records, and those still holding some (a task reading several
+            # partitions waits for data known upstream, or for max.task.idle.ms)
+            for taskId in list(self.waiting):
+                task = self.tasks[taskId]
+                if taskId in self.multiInput:
+                    self._setLags(taskId)
+                task.processAll(now)
+                # Kafka's record-e2e-latency: a source's records at the poll's wall-clock time,
+                # a terminal node's once processed
+                task.metrics.recordLatencies(now, int(time.time() * 1000))
+                if not any(q.size() for q in task.queueOf.values()):
+                    self.waiting.discard(taskId)
             for task in self.tasks.values():
                 task.maybePunctuateSystemTime(now)
                 self._produce(task.drainProducedChunks())
             self.producer.poll(0)
             if time.monotonic() - lastCommit >= self.commitS:
-                if not self.positions and not self.inTransaction:
-                    self._passedMarkers()
-                if self.positions or self.inTransaction:
-                    self.commit()
+                offsets = self._offsetsToCommit()
+                if offsets or self.inTransaction:
+                    self.commit(offsets)
                 else:  # idle: the last commit's counters, if not written yet
                     self._writeCounters(force=False)
                 lastCommit = time.monotonic()
-        self.commit()
+        self.commit(self._offsetsToCommit())
         self._writeCounters(force=True)
 
-    def _passedMarkers(self) -> None:
-        """Partitions whose consumer position moved past the committed offset without a record
-        (a transaction's commit marker written after its last record was read): their position is
-        committed with the next commit, so the group shows them caught up (a partition with
-        buffered records is left for their processing)."""
+    def _offsetsToCommit(self) -> list:
+        """The positions to commit (``TopicPartition``s with Kafka Streams' partition-time metadata)
+        of the partitions that moved since the last commit: the first record a task has not
+        processed yet, or, for a partition whose records are all processed, the consumer's
+        position (past a transaction's commit marker that came after its last record, so the
+        group shows the partition caught up, as Kafka Streams commits it)."""
         from confluent_kafka import TopicPartition
 
-        partitions = [TopicPartition(t, p) for (t, p) in self.committedOffsets]
-        for tp in self.consumer.position(partitions):
-            key = (tp.topic, tp.partition)
-            if tp.offset > self.committedOffsets[key] and not self.tasks[self.taskOf[key]].queueOf[tp.topic].size():
-                self.positions[key] = tp.offset
+        from ..topics._kafka import encodeStreamsMetadata
+
+        keys = sorted(self.committedOffsets)
+        consumed = self.consumer.position([TopicPartition(t, p) for t, p in keys])
+        offsets = []
+        for (t, p), tp in zip(keys, consumed):
+            queue = self.tasks[self.taskOf[(t, p)]].queueOf[t]
+            position = queue.appliedPosition() if queue.size() else tp.offset
+            if position >= 0 and position > self.committedOffsets[(t, p)]:
+                offsets.append(TopicPartition(t, p, position, encodeStreamsMetadata(queue.partitionTime, {})))
+        return offsets
 
     def _setLags(self, taskId: str) -> None:
         """Each empty queue's lag: the consumer's cached high watermark beyond its position
@@ -458,6 +468,8 @@ class _StreamThread:
             tp = TopicPartition(topic, partition)
             _, high = self.consumer.get_watermark_offsets(tp, cached=True)
             position = self.consumer.position([tp])[0].offset
+            if position < 0:  # nothing consumed from it yet: it reads from where it was assigned
+                position = self.assignedAt[(topic, partition)]
             queue.lag = None if high < 0 or position < 0 else max(0, high - position)
 
     def _produce(self, produced: list) -> None:
@@ -472,13 +484,13 @@ class _StreamThread:
         for topic, partition, table in _producedParts(produced):
             _produceTable(self.producer, topic, partition, table, self.delivered)
 
-    def commit(self) -> None:
-        """Kafka Streams' commit of this thread's tasks (see the module docstring)."""
-        from confluent_kafka import KafkaException, TopicPartition
+    def commit(self, offsets: list) -> None:
+        """Kafka Streams' commit of this thread's tasks (see the module docstring), with
+        ``offsets`` (:meth:`_offsetsToCommit`)."""
+        from confluent_kafka import KafkaException
 
         from ..runtime.metrics import mergeEncoded
-        from ..topics._kafka import (_TIMEOUT_S, _bounded, _fenced, _sinkError, encodeStreamsMetadata,
-                                     sendOffsetsToTransaction)
+        from ..topics._kafka import _TIMEOUT_S, _bounded, _fenced, _sinkError, sendOffsetsToTransaction
         from ._task_processor import _changelogColumns
 
         started = time.perf_counter()
@@ -491,14 +503,8 @@ class _StreamThread:
                     state.flush(version, self.commits, task.partitionGroup.streamTime, self.checkpointId),
                     self.partitionOf[task.taskId]))
             self._produce(task.drainProducedChunks())
-        if not self.inTransaction and not self.positions:
+        if not self.inTransaction and not offsets:
             return
-        offsets = []
-        for (t, p), o in sorted(self.positions.items()):
-            queue = self.tasks[self.taskOf[(t, p)]].queueOf[t]
-            if not queue.size():  # all consumed is processed: past any transaction marker too, as Kafka Streams
-                o = max(o, self.consumer.position([TopicPartition(t, p)])[0].offset)  # commits the position
-            offsets.append(TopicPartition(t, p, o, encodeStreamsMetadata(queue.partitionTime, {})))
         try:
             if not self.inTransaction:
                 self.producer.begin_transaction()
@@ -519,8 +525,7 @@ class _StreamThread:
         for state in self.stores.values():
             if state is not None:
                 state.db.reconcile(self.checkpointId, version)  # the committed changes applied locally
-        self.committedOffsets.update((key, tp.offset) for key, tp in zip(sorted(self.positions), offsets))
-        self.positions = {}
+        self.committedOffsets.update(((tp.topic, tp.partition), tp.offset) for tp in offsets)
         self.commits += 1
         self.commitMs.append((time.perf_counter() - started) * 1000)
         for task in self.tasks.values():
