@@ -155,19 +155,39 @@ def caughtUp(topics, appId: str, sources: list[str]) -> bool:
     return True
 
 
+def liveOrderSignals(prices: list[dict], valuations: list[dict]) -> list[dict]:
+    """The signals of ``TopologyTestDriver`` when the company master and the valuations arrive
+    first (each in timestamp order) and the prices after them, as on the live feed (as
+    :func:`valuation_signals.readSignals` lists them)."""
+    events = [(0, ts, "companies", k, v) for k, v, ts in vs.companyRecords(valuations)]
+    events += [(0, ts, "valuations", k, v) for k, v, ts in map(vs.valuationRecord, valuations)]
+    events += [(1, vs.epochMs(p["snapshot_ts"]), "prices", p["code"], p) for p in prices]
+    events.sort(key=lambda e: (e[0], e[1]))
+    with TopologyTestDriver(vs.buildTopology()) as driver:
+        inputs = {t: driver.createInputTopic(t) for t in ("prices", "valuations", "companies")}
+        for _, ts, topic, k, v in events:
+            inputs[topic].pipeInput(k, v, ts)
+        out = driver.createOutputTopic("signals").readRecordsToList()
+    return sorted(({**r.value(), "timestamp": r.timestamp()} for r in out), key=lambda s: (s["timestamp"], s["code"]))
+
+
 def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kafkaBroker, tmp_path, request):
-    """Seed 004's live feed as stream threads: prices (5 partitions), valuations through the
-    repartition topic, the KTable join, the GlobalKTable of companies (each task's copy restored to
-    the global topic's end at start, then fed as the thread reads it) and the dedup store give
-    TopologyTestDriver's signals (rules J-1..J-8, RP-1, RP-2), and the group's committed offsets
-    reach every input's end, the repartition topic's transaction markers included."""
+    """Seed 004's live feed as stream threads: the valuations go through the repartition topic
+    into the KTable, the company master into the GlobalKTable (each task's copy restored to the
+    global topic's end at start, then fed as the thread reads it); then prices (5 partitions)
+    arrive, as on the live feed, and the join, the GlobalKTable join and the dedup store give
+    TopologyTestDriver's signals for that arrival order (rules J-1..J-8, RP-1, RP-2: a price joins
+    the latest valuation of its code, whatever their timestamps); the group's committed offsets reach
+    every input's end, the repartition topic's transaction markers included, and
+    ``process-total`` is in ``metrics()`` while the threads run and after ``close()``."""
     prices = vs.readPrices(4_000)
     valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
     topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
-    vs.loadTopics(topics, prices, valuations)
+    vs.loadTopics(topics, [], valuations)
     request.addfinalizer(lambda: [topics.deleteTopic(t) for t in ("prices", "valuations", "companies", "signals")])
-    expected = vs.driverSignals(prices, valuations)
+    expected = liveOrderSignals(prices, valuations)
     appId = "flagship-continuous"
+    repartition = f"{appId}-valuations-by-code-repartition"
     streams = KafkaStreams(vs.buildTopology(), {
         "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
         "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
@@ -181,7 +201,12 @@ def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kaf
         return sum(v for m, v in streams.metrics().items() if m.name == "process-total" and m.group == "stream-task-metrics")
 
     try:
-        waitFor(lambda: caughtUp(topics, appId, ["prices", "valuations", f"{appId}-valuations-by-code-repartition"]),
+        waitFor(lambda: topics.partitionsFor(repartition) and caughtUp(topics, appId, ["valuations", repartition]),
+                "the valuations in the table", streams)
+        key, value = Serdes.String(), vs.jsonSerdes()["prices"]
+        topics.produce("prices", [(key.serialize("prices", r["code"]), value.serialize("prices", r), int(time.time() * 1000))
+                                  for r in prices], partitioner=partitionForKey)
+        waitFor(lambda: caughtUp(topics, appId, ["prices", "valuations", repartition]),
                 "the inputs' ends committed", streams)
         waitFor(lambda: processed() == inputs, "the threads' counters in metrics() while they run", streams)
     finally:
@@ -189,7 +214,7 @@ def test_flagship_job_runs_continuously_and_gives_the_drivers_signals(spark, kaf
     assert streams.state() == KafkaStreams.NOT_RUNNING
     assert processed() == inputs  # after close: kept in state.dir
     got = vs.readSignals(topics)
-    assert len(expected) > 50
+    assert len(expected) == 20  # the 4,000 prices against the latest valuations (373 in timestamp order)
     assert got == expected
 
 
