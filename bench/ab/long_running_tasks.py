@@ -454,14 +454,7 @@ def backlog(system: str, spark, broker, topics, n: int, work: Path, runId: str) 
     extra: dict = {}
     if system == "lrt":
         app = LongRunningApp(spark, broker.bootstrapServers, src, out, appId, work, None)
-        while True:
-            done = topics.committedOffsets(appId, src)
-            if all(done.get(p, (0,))[0] >= e for p, e in ends.items()):
-                break
-            if time.time() - t0 > 600 or app.error is not None:
-                app.stop()
-                raise SystemExit("lrt backlog: not done in 600 s")
-            time.sleep(0.1)
+        _awaitCommitted(topics, appId, src, ends, t0, lambda: app.error, app.stop, "lrt")
         seconds = time.time() - t0
         cpu = run._cpuOf(os.getpid()) - run._cpuOf(broker.pid) - cpu0
         app.stop()
@@ -472,14 +465,7 @@ def backlog(system: str, spark, broker, topics, n: int, work: Path, runId: str) 
             "application.id": appId, "state.dir": str(work / "continuous-state"), "kspark.trigger": "continuous"},
             spark=spark)
         streams.start()
-        while True:
-            done = topics.committedOffsets(appId, src)
-            if all(done.get(p, (0,))[0] >= e for p, e in ends.items()):
-                break
-            if time.time() - t0 > 600 or streams._streamThreads.error is not None:
-                streams.close()
-                raise SystemExit("continuous backlog: not done in 600 s")
-            time.sleep(0.1)
+        _awaitCommitted(topics, appId, src, ends, t0, lambda: streams._streamThreads.error, streams.close, "continuous")
         seconds = time.time() - t0
         cpu = run._cpuOf(os.getpid()) - run._cpuOf(broker.pid) - cpu0
         streams.close()
@@ -502,6 +488,19 @@ def backlog(system: str, spark, broker, topics, n: int, work: Path, runId: str) 
     return {"system": f"{system}-backlog", "records": n, "seconds": round(seconds, 2),
             "records_per_s": round(n / seconds), "cpu_seconds": round(cpu, 1), "load_avg_1m": round(load, 2),
             **check, **extra, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _awaitCommitted(topics, appId: str, src: str, ends: dict, t0: float, error, stop, what: str) -> None:
+    """Wait until group ``appId`` committed ``src``'s ``ends``; ``stop()`` and fail after 600 s from
+    ``t0`` or once ``error()`` is set."""
+    while True:
+        done = topics.committedOffsets(appId, src)
+        if all(done.get(p, (0,))[0] >= e for p, e in ends.items()):
+            return
+        if time.time() - t0 > 600 or error() is not None:
+            stop()
+            raise SystemExit(f"{what} backlog: not done in 600 s")
+        time.sleep(0.1)
 
 
 def _afterWarmUp(topics, out: str, app: LongRunningApp) -> None:
