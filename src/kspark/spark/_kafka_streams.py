@@ -323,9 +323,7 @@ class KafkaStreams:
         interval = (self._config.get(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG)
                     if StreamsConfig.COMMIT_INTERVAL_MS_CONFIG in self._config.originals()
                     else EXACTLY_ONCE_COMMIT_INTERVAL_MS)
-        member = getattr(self, "_member", None)
-        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial,
-                                            member.clientId if member is not None else None)
+        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial)
         self._streamThreads.start()
 
     def _stopStreamThreads(self) -> None:

@@ -23,9 +23,10 @@ until the application closes (bench/README.md round 22b measured the shape; roun
   Kafka Streams' exactly-once v2 producer per stream thread does).
 - The poll loop: records are processed as they arrive and their outputs produced into the open
   transaction; wall-clock punctuators are checked every iteration; every ``commit.interval.ms``
-  (Kafka Streams' default under exactly-once: 100 ms) with anything processed, each task commits
-  (its record caches flush), its stores' changes go to their changelogs in the transaction, the
-  processed positions are sent to the transaction with their partition times in Kafka Streams'
+  (Kafka Streams' default under exactly-once: 100 ms) in which a position moved or an output was
+  produced, each task commits (its record caches flush), its stores' changes go to their
+  changelogs in the transaction, the positions (each partition's first record not processed
+  yet, else the consumer's position) are sent to the transaction with their partition times in Kafka Streams'
   metadata format, and the transaction commits; then the stores' pending changes are applied
   locally. A task reading several partitions waits, as Kafka's does, while a partition without
   buffered records has records known upstream (the consumer's cached high watermark beyond its
@@ -43,12 +44,14 @@ Global stores (``GlobalKTable``, ``addGlobalStore``): each task keeps its copy, 
 micro-batch host; at a thread's start the copies are restored to the global topics' ends (Kafka's
 global thread bootstraps its stores before the stream threads start), then the thread's consumer
 reads the global partitions on from there and gives each record to every task of the thread that
-has the store, applied in timestamp order with the task's records; a task never waits for global
-records.
+has the store, applied in timestamp order with the task's records. Their queues' lag is 0: a task
+never waits for records known on a global partition; but with ``max.task.idle.ms`` > 0 it idles
+on an empty global partition as on any other (kspark's tasks apply global records themselves,
+Kafka's never wait for them), so that setting does not suit a topology with global stores yet.
 
 Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; a logged
-store without a persistent form (its contents would be lost at a restart). Metrics: each thread's counters (Kafka's ``-total`` counters and e2e latency
-summaries) reach ``KafkaStreams.metrics()`` through a file the thread rewrites at most once a
+store without a persistent form (its contents would be lost at a restart). Metrics: each
+thread's counters (Kafka's ``-total`` counters and e2e latency summaries) reach ``KafkaStreams.metrics()`` through a file the thread rewrites at most once a
 second in the driver's control directory (threads on this machine), and with its summary when
 the run stops; the live progress view has no micro-batches to show.
 """
@@ -121,18 +124,14 @@ class StreamThreads:
         ``"<topic>/<partition>"`` -> where a partition without a committed offset starts (the
         reset policy's position, resolved once on the driver, so a restarted thread starts there
         too).
-    ownerClientId : str or None
-        The driver's group member's ``client.id``: a fenced thread fails with Kafka's
-        ``ProducerFencedException`` text when the group has another member.
     """
 
-    def __init__(self, spark, plans: list[dict], threads: int, commitIntervalMs: int, initialOffsets: dict[str, int],
-                 ownerClientId: str | None) -> None:
+    def __init__(self, spark, plans: list[dict], threads: int, commitIntervalMs: int,
+                 initialOffsets: dict[str, int]) -> None:
         self.spark, self.plans, self.threads = spark, plans, threads
         self.commitIntervalMs = commitIntervalMs
         self.initialOffsets = initialOffsets
         self.runId = f"continuous-{uuid.uuid4().hex}"
-        self.ownerClientId = ownerClientId
         self.control = tempfile.mkdtemp(prefix="kspark-stream-threads-")
         self.summaries: list[dict] = []
         self.error: BaseException | None = None
@@ -143,7 +142,7 @@ class StreamThreads:
     def start(self) -> None:
         spark, plans, threads = self.spark, self.plans, self.threads
         spec = {"threads": threads, "control": self.control, "commitIntervalMs": self.commitIntervalMs,
-                "initialOffsets": self.initialOffsets, "ownerClientId": self.ownerClientId}
+                "initialOffsets": self.initialOffsets}
 
         def job() -> None:
             try:
@@ -316,7 +315,7 @@ class _StreamThread:
                 self.taskOf[(t, p)] = taskId
             _seedPartitionTimes(task, p, times)
             for key, queue in task.queueOf.items():
-                if queue.isGlobal:  # a task never waits for global records (Kafka's global thread is apart)
+                if queue.isGlobal:  # caught up: the thread reads the global partitions on from their ends
                     queue.lag = 0
                     self.globalTasks.setdefault(key, []).append(taskId)
             task.wallClockTime = now
