@@ -659,7 +659,7 @@ def p2(prices: list[dict], valuations: list[dict], work: Path, spark, cores: int
     return _report(f"P2 kspark valuation pipeline (repartition + KStream-KTable join + dedup) on Spark local[{cores}]{on}", m, cores)
 
 
-def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker) -> list[dict]:
+def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker, trigger: str = "availableNow") -> list[dict]:
     """P2 against Java (issue 34): the flagship example on Kafka topics of ``broker``, kspark on
     Spark ``local[2]`` (as P2-kafka) and its Java port (bench/java/bench/Flagship.java: Kafka
     Streams 4.3.1, 2 stream threads, exactly_once_v2, max.task.idle.ms 5000) on the same input
@@ -668,7 +668,9 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     prices and valuations (inside the JVM; CPU of the whole JVM). The broker's CPU during each
     run is ``broker_cpu_seconds``. Both signal topics are read back ``read_committed`` and must
     have the same records (count and digest, per partition in offset order, as P4). Latency:
-    :func:`p2Live` (``--only p2-live``)."""
+    :func:`p2Live` (``--only p2-live``). ``trigger`` ``continuous`` (``--p2-java-trigger``): kspark's
+    stream threads with ``max.task.idle.ms`` 5000 as the Java port, its clock (as Java's) until the
+    group's committed offsets reach the ends of prices, valuations and the repartition topic."""
     import valuation_signals as vs
 
     from kspark import KafkaStreams
@@ -682,11 +684,24 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
               "kspark.max.records.per.trigger": BATCH_RECORDS, "bootstrap.servers": broker.bootstrapServers,
               "processing.guarantee": "exactly_once_v2"}
     records = len(prices) + len(valuations)
+    if trigger == "continuous":
+        config.update({"kspark.trigger": "continuous", "max.task.idle.ms": 5000})
+
+    def caughtUp() -> bool:
+        inputs = ["prices", "valuations", "bench-p2-kspark-valuations-by-code-repartition"]
+        return all(topics.partitionsFor(t) and {p: o for p, (o, _) in topics.committedOffsets("bench-p2-kspark", t).items()}
+                   == topics.endOffsets(t) for t in inputs)
 
     def run():
         streams = KafkaStreams(vs.buildTopology(), config, spark=spark)
         streams.start()
-        streams.awaitTermination()
+        if trigger == "continuous":
+            while not caughtUp():
+                if streams._streamThreads.error is not None:
+                    break
+                time.sleep(0.1)
+        else:
+            streams.awaitTermination()
         streams.close()
         return records, {}
 
@@ -702,7 +717,7 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     ksparkCount, ksparkDigest = _topicDigest(topics, "signals")
     javaCount, javaDigest = _topicDigest(topics, "signals-java")
     checkSameOutput("P2-java", ksparkCount, ksparkDigest, javaCount, javaDigest)
-    rows = [_report("P2 kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2", (
+    rows = [_report(f"P2 kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2, kspark.trigger {trigger}", (
         *m[:4], {"signals_emitted": ksparkCount, "digest": ksparkDigest, "max_records_per_batch": BATCH_RECORDS,
                  "broker_cpu_seconds": round(ksparkBrokerCpu, 1)}), 2)]
     rows.append(javaResult("P2-java Kafka Streams 4.3.1 valuation pipeline (bench/java/bench/Flagship.java), "
@@ -1889,6 +1904,8 @@ def main(argv=None) -> int:
     parser.add_argument("--p2-live-rate", default="2000",
                         help="prices/s of P2-java's latency phase (--only p2-live); a comma-separated list runs one phase per rate")
     parser.add_argument("--p2-live-seconds", type=float, default=15, help="length of P2-java's latency phase (s)")
+    parser.add_argument("--p2-java-trigger", default="availableNow",
+                        help="kspark.trigger of P2-java's backlog run: availableNow or continuous (round 23)")
     parser.add_argument("--p2-trigger", default="continuous",
                         help="kspark.trigger of P2-java's latency phase (round 23: continuous; \"0 seconds\": micro-batches)")
     parser.add_argument("--p4-records", type=int, default=200_000, help="P4 input records (Kafka, both systems)")
@@ -1985,7 +2002,7 @@ def main(argv=None) -> int:
                 from kspark.testing import KafkaBroker
 
                 with KafkaBroker(args.work / "kafka-p2-java") as broker:
-                    p2Java(prices, valuations, args.work, spark, broker)
+                    p2Java(prices, valuations, args.work, spark, broker, args.p2_java_trigger)
         if "p2-live" in only:  # issue 34: P2-java's latency phase (brokers of its own)
             p2Live(args.work, spark, args.p2_trigger, [int(r) for r in str(args.p2_live_rate).split(",")],
                    args.p2_live_seconds)

@@ -249,3 +249,32 @@ def test_a_join_task_whose_table_partition_stays_empty_processes_its_stream_reco
     finally:
         streams.close()
     assert joined() == sorted((k, v + b"+None") for k, v, _ in records)
+
+
+def test_flagship_backlog_with_task_idling_gives_the_timestamp_ordered_signals(spark, kafkaBroker, tmp_path, request):
+    """The flagship's inputs all loaded before the start, ``max.task.idle.ms`` 5000 as its Java port
+    (bench/java/bench/Flagship.java): the join task idles while the repartitioned valuations are
+    on their way (rule T-14) and never on the empty company-master partition, so the signals are
+    TopologyTestDriver's with every record in timestamp order, as the micro-batch host gives
+    (rules J-1..J-8, T-12, T-14)."""
+    prices = vs.readPrices(4_000)
+    valuations = [v for v in vs.readValuations() if v["date"] <= prices[-1]["trade_date"]]
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    vs.loadTopics(topics, prices, valuations)
+    request.addfinalizer(lambda: [topics.deleteTopic(t) for t in ("prices", "valuations", "companies", "signals")])
+    expected = vs.driverSignals(prices, valuations)
+    appId = "flagship-continuous-backlog"
+    streams = KafkaStreams(vs.buildTopology(), {
+        "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
+        "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+        "max.task.idle.ms": 5000, StreamsConfig.TRIGGER_CONFIG: "continuous"}, spark=spark)
+    streams.start()
+    try:
+        waitFor(lambda: topics.partitionsFor(f"{appId}-valuations-by-code-repartition")
+                and caughtUp(topics, appId, ["prices", "valuations", f"{appId}-valuations-by-code-repartition"]),
+                "the inputs' ends committed", streams)
+    finally:
+        streams.close()
+    got = vs.readSignals(topics)
+    assert len(expected) == 373
+    assert got == expected

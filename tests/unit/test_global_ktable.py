@@ -322,3 +322,29 @@ def test_global_join_after_key_change_does_not_repartition_but_keeps_the_flag_J7
     assert builder.build().internalTopics() == {}  # J-7: no repartition before a global-table join
     joined.groupByKey().count()  # KStreamImpl.globalTableJoin passes repartitionRequired on
     assert list(builder.build().internalTopics()) == ["KSTREAM-AGGREGATE-STATE-STORE-0000000006-repartition"]
+
+
+@pytest.mark.parametrize("idleOnGlobal, processed", [(True, 0), (False, 2)])
+def test_an_empty_global_partition_idles_the_task_unless_the_host_reads_it_live(idleOnGlobal, processed):
+    """max.task.idle.ms 5000 (rule T-14) with a caught-up, empty global partition: the micro-batch
+    host's task idles on it as on any input (``idleOnGlobal``, the default); the continuous host's
+    (``kspark.spark._stream_threads``) does not, as Kafka's tasks never wait for a global topic."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.record_queue import RawRecord
+    from kspark.runtime.stream_task import StreamTask
+    from kspark.topology import Subtopology
+
+    topology = valuationPriceTopology()
+    [sub], [glob] = topology.subtopologies(), topology.globalSubtopologies()
+    merged = Subtopology(sub.id, sub.nodes + glob.nodes, sub.stores + glob.stores)
+    config = StreamsConfig({"application.id": "app", "max.task.idle.ms": 5000})
+    counts = {"valuations": 1, "prices": 1, "joined": 1}
+    task = StreamTask("1_0", merged, topology.storeBuilders(), config, 0, lambda t: t, counts.__getitem__)
+    task.initialize()
+    task.partitionGroup.idleOnGlobal = idleOnGlobal
+    price = lambda offset, close: RawRecord(offset, T + offset, Serdes.String().serialize("prices", "005930"),  # noqa: E731
+                                            Serdes.JSON().serialize("prices", {"code": "005930", "close": close}))
+    task.addRecords("prices", [price(0, 100), price(1, 101)], lag=0)
+    task.addRecords("valuations@0", [], lag=0)
+    assert task.processAll(0) == processed
+    assert task.processAll(5_000) == 2 - processed  # max.task.idle.ms passed: the rest is processed

@@ -293,7 +293,9 @@ class PartitionGroup:
     ``nextRecord()`` returns the head of the non-empty queue with the smallest head timestamp
     (ties: the queue added first); stream time is the max timestamp returned so far (-1
     initially) and never decreases (rules T-12, T-13). ``readyToProcess`` applies
-    ``max.task.idle.ms`` (rule T-14) using each queue's known ``lag``.
+    ``max.task.idle.ms`` (rule T-14) using each queue's known ``lag``; an empty global queue
+    counts as any other unless ``idleOnGlobal`` is False (the continuous host, whose threads read
+    the global partitions live as Kafka's global thread does: Kafka's tasks never idle on them).
     """
 
     def __init__(self, queues: list[RecordQueue], maxTaskIdleMs: int) -> None:
@@ -301,6 +303,7 @@ class PartitionGroup:
         self.streamTime = -1
         self._maxTaskIdleMs = maxTaskIdleMs
         self._idleStart: dict[int, int] = {}
+        self.idleOnGlobal = True
 
     def readyToProcess(self, wallClockTime: int) -> bool:
         queues = self.queues
@@ -326,6 +329,8 @@ class PartitionGroup:
             if q.head is not None:
                 if idleStart:
                     idleStart.pop(i, None)
+                continue
+            if q.isGlobal and not self.idleOnGlobal:
                 continue
             if q.lag is None or q.lag > 0:
                 return False  # "Waiting to fetch data" / data exists upstream

@@ -44,10 +44,10 @@ Global stores (``GlobalKTable``, ``addGlobalStore``): each task keeps its copy, 
 micro-batch host; at a thread's start the copies are restored to the global topics' ends (Kafka's
 global thread bootstraps its stores before the stream threads start), then the thread's consumer
 reads the global partitions on from there and gives each record to every task of the thread that
-has the store, applied in timestamp order with the task's records. Their queues' lag is 0: a task
-never waits for records known on a global partition; but with ``max.task.idle.ms`` > 0 it idles
-on an empty global partition as on any other (kspark's tasks apply global records themselves,
-Kafka's never wait for them), so that setting does not suit a topology with global stores yet.
+has the store, applied in timestamp order with the task's records. A task neither waits for
+records known on a global partition nor idles (``max.task.idle.ms``) on an empty one, as Kafka's
+tasks never wait for a global topic (the micro-batch host's tasks do: they read the global
+topics by batch).
 
 Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; a logged
 store without a persistent form (its contents would be lost at a restart). Metrics: each
@@ -318,6 +318,8 @@ class _StreamThread:
                 if queue.isGlobal:  # caught up: the thread reads the global partitions on from their ends
                     queue.lag = 0
                     self.globalTasks.setdefault(key, []).append(taskId)
+            # read live, as Kafka's global thread reads them: a task never idles on them (T-14)
+            task.partitionGroup.idleOnGlobal = False
             task.wallClockTime = now
             task.initialize()
             self.tasks[taskId], self.stores[taskId], self.partitionOf[taskId] = task, state, p
