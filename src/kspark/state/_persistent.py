@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ._changelog import (ChangelogRecord, changelogTopic, changelogTopicConfig, decodeSessionKey, keyValueRecord,
                          restoreValueAndTimestamp, sessionRecord, timestampedKeyValueRecord)
-from ._rocksdb import _PENDING, _STORE_META, TaskStateDB, copyStoreFiles, prefixEnd, storePrefix
+from ._rocksdb import _STORE_META, TaskStateDB, copyStoreFiles, prefixEnd, storePrefix
 from ._stores import (_IMMUTABLE, KeyValueIterator, KeyValueStore, SessionStore, TimestampedKeyValueStore,
                       ValueAndTimestamp, _Frozen)
 
@@ -778,9 +778,11 @@ class PersistentTaskState:
             store._restored()
         self.db.markApplied(checkpointId, committedVersion)
 
-    def flush(self, version: str, batchId: int, streamTime: int, checkpointId: str) -> list:
+    def flush(self, version: str, batchId: int, streamTime: int, checkpointId: str, applyNow: bool = False) -> list:
         """Write this micro-batch's changes as pending under ``version`` and return the changelog
-        records as ``(topic, key, value, timestamp, headers)`` tuples, in change order per store."""
+        records as ``(topic, key, value, timestamp, headers)`` tuples, in change order per store.
+        ``applyNow``: the changes are applied to the stores at once (:meth:`TaskStateDB.applyNow`),
+        for a host that discards the database when a commit fails."""
         writes: list = []
         ranges: list = []
         records: list = []
@@ -798,7 +800,10 @@ class PersistentTaskState:
             ranges += changes.ranges
             if topic is not None:
                 records += [(topic, r.key, r.value, r.timestamp, r.headers + header) for r in changes.records]
-        self.db.writePending(writes, version, batchId, ranges, len(records))
+        if applyNow:
+            self.db.applyNow(writes, ranges)
+        else:
+            self.db.writePending(writes, version, batchId, ranges, len(records))
         for store in self.stores.values():
             store._evict(self.maxCachedEntries)
         return records
@@ -823,14 +828,15 @@ class PersistentTaskState:
 class ReadOnlyBackend:
     """A store's view of a task database opened read-only by another process (RocksDB's secondary
     instance: interactive queries, ``checkpointedStore``), as of a committed micro-batch: the
-    applied entries, with the pending writes over them when ``withPending`` (their batch has
-    committed)."""
+    applied entries, with the pending writes over them when ``pending`` is their key prefix
+    (``kspark.state._rocksdb.pendingPrefix`` of the database's meta: their batch has committed),
+    not None."""
 
-    __slots__ = ("db", "prefix", "end", "withPending")
+    __slots__ = ("db", "prefix", "end", "pending")
     empty = False  # no fast path for readers
 
-    def __init__(self, db, storeName: str, withPending: bool) -> None:
-        self.db, self.prefix, self.withPending = db, storePrefix(storeName), withPending
+    def __init__(self, db, storeName: str, pending: bytes | None) -> None:
+        self.db, self.prefix, self.pending = db, storePrefix(storeName), pending
         self.end = prefixEnd(self.prefix)
 
     def get(self, key: bytes) -> bytes | None:
@@ -838,8 +844,8 @@ class ReadOnlyBackend:
 
     def getRaw(self, key: bytes) -> bytes | None:
         """The value of database key ``key`` (with its prefix), pending writes first if committed."""
-        if self.withPending:
-            pending = self.db.get(_PENDING + key)
+        if self.pending is not None:
+            pending = self.db.get(self.pending + key)
             if pending is not None:
                 return pending[1:] if pending[:1] == b"\x01" else None
         return self.db.get(key)
@@ -858,8 +864,8 @@ class ReadOnlyBackend:
             return {key[skip:]: value for key, value in self.db.items(from_key=start, read_opt=options)}
 
         found = scan(self.prefix, self.end)
-        if self.withPending:
-            for key, value in scan(_PENDING + self.prefix, prefixEnd(_PENDING + self.prefix)).items():
+        if self.pending is not None:
+            for key, value in scan(self.pending + self.prefix, prefixEnd(self.pending + self.prefix)).items():
                 if value[:1] == b"\x01":
                     found[key] = value[1:]
                 else:
@@ -867,13 +873,13 @@ class ReadOnlyBackend:
         return sorted(found.items())
 
 
-def readOnlyStore(store, db, withPending: bool):
+def readOnlyStore(store, db, pending: bytes | None):
     """``store`` (as its builder built it) made persistent over ``db`` read-only (see
     ``ReadOnlyBackend``), with the meta its task last wrote (observed stream time...); None if
     its kind has no persistent form."""
     if not makePersistent(store):
         return None
-    backend = ReadOnlyBackend(db, store.name(), withPending)
+    backend = ReadOnlyBackend(db, store.name(), pending)
     store._attach(backend)
     meta = backend.getRaw(_STORE_META + store.name().encode("utf-8"))
     if meta is not None:
