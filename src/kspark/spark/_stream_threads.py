@@ -27,9 +27,11 @@ until the application closes (bench/README.md round 22b measured the shape; roun
   produced, each task commits (its record caches flush), its stores' changes go to their
   changelogs in the transaction, the positions (each partition's first record not processed
   yet, else the consumer's position) are sent to the transaction with their partition times in Kafka Streams'
-  metadata format, and the transaction commits; then the stores' pending changes are applied
-  locally. A task reading several partitions waits, as Kafka's does, while a partition without
-  buffered records has records known upstream (the consumer's cached high watermark beyond its
+  metadata format, and the transaction commits. The stores' changes are applied to the local
+  stores when the commit starts, not held as pending until it ends (the micro-batch host's way):
+  a failed commit ends the attempt, and the next one restores a new directory. A task reading
+  several partitions waits, as Kafka's does, while a partition without buffered records has
+  records known upstream (the consumer's cached high watermark beyond its
   position; records of an open transaction count until it commits).
 
 After a crash (a thread's Python worker killed, a failed attempt), Spark runs the thread again up
@@ -239,7 +241,7 @@ class _StreamThread:
         from ._task_processor import TaskStatefulProcessor, _seedPartitionTimes
 
         self.index, self.plans, self.spec, self.attempt = index, plans, spec, attempt
-        self.started = time.time()
+        self.started, self.cpuStarted = time.time(), time.process_time()
         self._countersWritten, self._countersDirty = 0.0, True
         plan0 = plans[0]
         self.appId = plan0["applicationId"]
@@ -378,7 +380,7 @@ class _StreamThread:
     def run(self) -> None:
         from confluent_kafka import KafkaError
 
-        from ..runtime.record_queue import RawRecord
+        from ..runtime.record_queue import RawRecord, _tupleNew
 
         stopFile = os.path.join(self.spec["control"], "stop")
         lastCommit = time.monotonic()
@@ -395,8 +397,10 @@ class _StreamThread:
                             continue
                         raise StreamsException(f"Stream thread {self.index}: consuming {m.topic()}-{m.partition()} "
                                                f"failed: {error}")
-                    byPartition.setdefault((m.topic(), m.partition()), []).append(
-                        RawRecord(m.offset(), m.timestamp()[1], m.key(), m.value(), tuple(m.headers() or ())))
+                    headers = m.headers()
+                    byPartition.setdefault((m.topic(), m.partition()), []).append(_tupleNew(RawRecord, (
+                        m.offset(), m.timestamp()[1], m.key(), m.value(), () if headers is None else tuple(headers),
+                        None)))
                 fed = set()
                 for (t, p), records in byPartition.items():
                     taskId = self.taskOf.get((t, p))
@@ -495,13 +499,12 @@ class _StreamThread:
         from ._task_processor import _changelogColumns
 
         started = time.perf_counter()
-        version = uuid.uuid4().hex
         for task in self.tasks.values():
             task.commit()  # the record caches flush
             state = self.stores[task.taskId]
-            if state is not None:
+            if state is not None:  # applied now: a failed commit ends this attempt, whose directory is dropped
                 task.produced.extend(_changelogColumns(
-                    state.flush(version, self.commits, task.partitionGroup.streamTime, self.checkpointId),
+                    state.flush("", self.commits, task.partitionGroup.streamTime, self.checkpointId, applyNow=True),
                     self.partitionOf[task.taskId]))
             self._produce(task.drainProducedChunks())
         if not self.inTransaction and not offsets:
@@ -523,9 +526,6 @@ class _StreamThread:
         if self.errors:
             raise _sinkError(self.transactionalId, self.errors[0])
         self.inTransaction = False
-        for state in self.stores.values():
-            if state is not None:
-                state.db.reconcile(self.checkpointId, version)  # the committed changes applied locally
         self.committedOffsets.update(((tp.topic, tp.partition), tp.offset) for tp in offsets)
         self.commits += 1
         self.commitMs.append((time.perf_counter() - started) * 1000)
@@ -565,6 +565,7 @@ class _StreamThread:
         return {"thread": self.index, "tasks": sorted(self.tasks), "restoredRecords": self.restoredRecords,
                 "startupSeconds": round(self.restoredAt - self.started, 2),
                 "seconds": round(time.time() - self.started, 1), "processed": self.processed,
+                "cpuSeconds": round(time.process_time() - self.cpuStarted, 2),
                 "commits": self.commits, "counters": self.counters,
                 "commitMsP50": round(statistics.median(self.commitMs), 1) if self.commitMs else None,
                 "commitMsP95": round(statistics.quantiles(self.commitMs, n=20)[-1], 1) if len(self.commitMs) > 1 else None}
