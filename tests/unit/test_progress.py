@@ -93,12 +93,14 @@ def test_output_e2e_latency_p50_p95_from_the_tasks_histograms_in_batch_lines_and
     assert progress.summaryLines()[-1] == "end-to-end latency of output records: p50 1,024 ms, p95 2,048 ms"
 
 
-def test_close_waits_only_for_the_progress_events_of_batches_that_ran(monkeypatch):
+def test_close_and_metrics_wait_only_for_the_progress_events_of_batches_that_ran(monkeypatch):
     """A query resumed with nothing new ran no batch: its ``lastProgress`` is its no-data
     trigger's (no ``addBatch`` duration; the shape Spark 4 gave a resumed ``kspark run``), which
-    Spark posts to no listener. Waiting for it held ``close()`` for waitFor's whole 10 s."""
+    Spark posts to no listener. Waiting for it held ``close()`` and ``KafkaStreams.metrics()``
+    for waitFor's whole 10 s."""
     from types import SimpleNamespace
 
+    from kspark import KafkaStreams
     from kspark.spark._progress import ProgressListener
 
     progress, sub = progressOf()
@@ -109,10 +111,15 @@ def test_close_waits_only_for_the_progress_events_of_batches_that_ran(monkeypatc
     def query(name, batchId, durationMs):
         return SimpleNamespace(name=name, lastProgress=SimpleNamespace(batchId=batchId, durationMs=durationMs))
 
-    listener.close([
+    queries = [
         query("app-subtopology-0", 7, {"addBatch": 905, "getBatch": 0, "latestOffset": 3, "queryPlanning": 40,
                                        "triggerExecution": 1002, "walCommit": 20}),
         query("app-subtopology-1", 2, {"latestOffset": 4, "triggerExecution": 12}),  # resumed, nothing new
         SimpleNamespace(name="app-subtopology-2", lastProgress=None),  # failed to start
-    ])
-    assert waited == [{"app-subtopology-0": 7}]
+    ]
+    streams = object.__new__(KafkaStreams)  # metrics() of a running application: its listener and queries
+    streams._listener, streams._queries = listener, queries
+    monkeypatch.setattr(streams, "_currentMetrics", lambda: {"metric": 1.0})
+    assert streams.metrics() == {"metric": 1.0}
+    listener.close(queries)
+    assert waited == [{"app-subtopology-0": 7}] * 2

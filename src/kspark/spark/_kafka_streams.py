@@ -404,12 +404,7 @@ class KafkaStreams:
         killed between the two loses that batch's counters, not its records); this call waits
         for the events of the batches the queries have reported."""
         if self._listener is not None:
-            last = {}
-            for q in list(self._queries):
-                progress = q.lastProgress
-                if progress is not None:
-                    last[q.name] = progress["batchId"]
-            self._listener.waitFor(last)
+            self._listener.waitForQueries(list(self._queries))
         return self._currentMetrics()
 
     def _currentMetrics(self) -> dict[MetricName, float]:

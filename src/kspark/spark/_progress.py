@@ -449,12 +449,17 @@ class ProgressListener(StreamingQueryListener):
 
     def close(self, queries: list) -> None:
         """After the queries stopped: wait for the progress events of their last executed
-        batches, stop the live view, print the summary.
+        batches (:meth:`waitForQueries`), stop the live view, print the summary."""
+        self.waitForQueries(queries)
+        self.finish()
+
+    def waitForQueries(self, queries: list) -> None:
+        """Wait for the progress events of the last batch each of ``queries`` executed.
 
         A query that executed no batch in this run (resumed with nothing new) has the progress
         of its no-data trigger as ``lastProgress`` (no ``addBatch`` duration), which Spark does
-        not post to listeners: waiting for it held every such run's close for ``waitFor``'s
-        whole timeout (10 s)."""
+        not post to listeners: waiting for it held every such run's close, and
+        ``KafkaStreams.metrics()``, for ``waitFor``'s whole timeout (10 s)."""
         last = {}
         for q in queries:
             try:
@@ -464,7 +469,6 @@ class ProgressListener(StreamingQueryListener):
             if p is not None and "addBatch" in (p.durationMs or {}):
                 last[q.name] = p.batchId
         self.waitFor(last)
-        self.finish()
 
     def finish(self, printSummary: bool = True) -> None:
         """Stop the live view and print the summary (unless the mode is ``none``)."""
