@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from _kafka_crash_runner import topology
+from _kafka_crash_runner import config, topology
 from _processes import checkpointFiles, killRun, runUntilCheckpointFiles
+from kspark import KafkaStreams
 from kspark.runtime.partitioner import partitionForKey
 from kspark.runtime.stream_task import decodeHeaders
 from kspark.serialization import Serdes
@@ -107,6 +108,20 @@ def finish(proc, timeout=300):
         raise AssertionError(f"the run did not end within {timeout} s:\n{err.decode()[-6000:]}") from None
 
 
+def finalRun(spark, broker, stateDir, guarantee, timeout=300):
+    """The run after the crashes, from their checkpoint to the end, in this process on the
+    session's SparkSession: a process of its own paid ~9 s of Spark start-up per test for nothing
+    the test checks (the killed runs are processes of their own). One that does not end within
+    ``timeout`` seconds is stopped and fails the test."""
+    streams = KafkaStreams(topology(), config(broker.bootstrapServers, stateDir, guarantee,
+                                              f"crash-{stateDir.parent.name}"), spark=spark)
+    streams.start()
+    try:
+        assert streams.awaitTermination(timeout), f"the final run did not end within {timeout} s"
+    finally:
+        streams.close()
+
+
 def killAndAwaitSessionTimeout(proc, broker, appId, timeoutS=30):
     """SIGKILL a run, then wait until its driver's membership of group ``appId`` timed out (its
     session.timeout.ms): until then a restart is refused as a second instance (issue 37)."""
@@ -125,7 +140,7 @@ def awaitMemberGone(broker, appId, timeoutS=30):
         time.sleep(0.5)
 
 
-def killAtRandomPoints(broker, stateDir, guarantee, seed, files, kills=2):
+def killAtRandomPoints(spark, broker, stateDir, guarantee, seed, files, kills=2):
     """Start the run ``kills`` times and SIGKILL each at a random point of its micro-batches:
     once it wrote a random number of checkpoint files (a batch's offsets, planned, or its commit;
     at least 4 of an uninterrupted run's ``files`` left to write) and up to 1 s more, so mid-batch
@@ -146,22 +161,20 @@ def killAtRandomPoints(broker, stateDir, guarantee, seed, files, kills=2):
         killAndAwaitSessionTimeout(proc, broker, appDir.name)
         killed += 1
         print(f"killed {delay:.2f} s after its checkpoint file #{count}; written: {sorted(checkpointFiles(appDir))}")
-    final = runner(broker, stateDir, guarantee)
-    _, err = finish(final)
-    assert final.returncode == 0, err.decode()[-3000:]
+    finalRun(spark, broker, stateDir, guarantee)
     return killed
 
 
-def test_exactly_once_v2_survives_sigkill_at_random_points(kafkaBroker, tmp_path, expected):
+def test_exactly_once_v2_survives_sigkill_at_random_points(spark, kafkaBroker, tmp_path, expected):
     topics = load(kafkaBroker)
-    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "exactly_once_v2", seed=18, files=EOS_FILES)
+    killed = killAtRandomPoints(spark, kafkaBroker, tmp_path / "state", "exactly_once_v2", seed=18, files=EOS_FILES)
     assert killed == 2, "a run ended before its kill point"
     got = output(topics)
     assert differences(got, expected) == []
 
 
 def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_without_its_stores(
-        kafkaBroker, tmp_path, expected):
+        spark, kafkaBroker, tmp_path, expected):
     """Issue 32: a sink task commits its Kafka transaction (records, offsets, store changelogs),
     then the whole run dies before Spark writes the batch's commit log; the local stores are lost
     too. The restart replays that batch: its stores are restored from the changelog without the
@@ -193,15 +206,13 @@ def test_a_run_lost_after_its_kafka_commit_and_before_sparks_resumes_exactly_wit
             for r in topics.read(changelog, p, 0, end).to_pylist()}
     assert f"{checkpointId}:{batch}".encode() in tags
 
-    final = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2")
-    _, err = finish(final)
-    assert final.returncode == 0, err.decode()[-3000:]
+    finalRun(spark, kafkaBroker, tmp_path / "state", "exactly_once_v2")
     assert differences(output(topics), expected) == []
 
 
-def test_at_least_once_loses_nothing_under_sigkill(kafkaBroker, tmp_path, expected):
+def test_at_least_once_loses_nothing_under_sigkill(spark, kafkaBroker, tmp_path, expected):
     topics = load(kafkaBroker)
-    killed = killAtRandomPoints(kafkaBroker, tmp_path / "state", "at_least_once", seed=7, files=ALO_FILES)
+    killed = killAtRandomPoints(spark, kafkaBroker, tmp_path / "state", "at_least_once", seed=7, files=ALO_FILES)
     assert killed == 2, "a run ended before its kill point"
     got = output(topics)
     # A replayed batch writes its records again, so a record may reach the repartition topic twice
@@ -231,6 +242,7 @@ def test_broker_stopped_for_10_s_mid_run_then_restarted(kafkaBroker, tmp_path, e
     if proc.returncode != 0:
         assert b"bootstrap.servers=" in err or b"Kafka" in err, err.decode()[-3000:]
         awaitMemberGone(kafkaBroker, f"crash-{tmp_path.name}")  # it could not leave the group while the broker was down
+        # a process of its own, with Python workers that never saw the broker go down
         final = runner(kafkaBroker, tmp_path / "state", "exactly_once_v2")
         _, err = finish(final)
         assert final.returncode == 0, err.decode()[-3000:]

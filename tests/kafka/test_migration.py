@@ -248,8 +248,9 @@ def awaitRecords(servers, topic, count, java, timeoutS=60):
 
 
 def awaitNoMembers(servers, groupId, timeoutS=30):
-    """Wait until a closed Kafka Streams application's member has left the group (its close does
-    not leave: the session of Migration.java, 6 s, has to expire)."""
+    """Wait until a closed Kafka Streams application's member has left the group. Migration.java
+    closes with ``CloseOptions`` ``LEAVE_GROUP``, so it has left when its close returned; a plain
+    close stays a member until its session (6 s) expires, and the wait was that long."""
     deadline = time.monotonic() + timeoutS
     while groupMembers({"bootstrap.servers": servers}, groupId):
         assert time.monotonic() < deadline, f"group {groupId} still has members after {timeoutS} s"
