@@ -2,7 +2,7 @@
 database (``kspark.state._rocksdb.TaskStateDB``) through ``--batches`` batches of what a host
 does per batch, ``writePending`` of ``--keys`` changed keys then ``reconcile`` (the next batch
 knows its predecessor committed), timed per window of ``--batches / 5`` batches; and the same
-writes applied at once (``applyNow``, the continuous host's commit).
+writes applied at once (``TaskStateDB.write``, the continuous host's commit, ``applyNow`` in the results).
 
 ``PYTHONPATH=src python bench/ab/pending_reconcile.py [--batches 5000] [--keys 1]`` with the
 kspark to measure on ``sys.path``; one JSON line per window (``ms_per_batch``, ``mode``)."""
@@ -31,7 +31,7 @@ def main() -> None:
                 db.writePending(writes, f"v{i}", i)
                 db.reconcile("c", f"v{i}")
             else:
-                db.applyNow(writes)
+                db.write(writes)
             if (i + 1) % window == 0:
                 now = time.perf_counter()
                 print(json.dumps({"benchmark": "pending writes per batch", "mode": mode, "keys": args.keys,

@@ -781,7 +781,7 @@ class PersistentTaskState:
     def flush(self, version: str, batchId: int, streamTime: int, checkpointId: str, applyNow: bool = False) -> list:
         """Write this micro-batch's changes as pending under ``version`` and return the changelog
         records as ``(topic, key, value, timestamp, headers)`` tuples, in change order per store.
-        ``applyNow``: the changes are applied to the stores at once (:meth:`TaskStateDB.applyNow`),
+        ``applyNow``: the changes are applied to the stores at once (:meth:`TaskStateDB.write`),
         for a host that discards the database when a commit fails."""
         writes: list = []
         ranges: list = []
@@ -801,7 +801,7 @@ class PersistentTaskState:
             if topic is not None:
                 records += [(topic, r.key, r.value, r.timestamp, r.headers + header) for r in changes.records]
         if applyNow:
-            self.db.applyNow(writes, ranges)
+            self.db.write(writes, ranges)
         else:
             self.db.writePending(writes, version, batchId, ranges, len(records))
         for store in self.stores.values():

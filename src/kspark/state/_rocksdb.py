@@ -273,26 +273,6 @@ class TaskStateDB:
                       sinceSnapshot=self.meta.get("sinceSnapshot", 0) + changelogRecords)
         self.db.write(batch)
 
-    def applyNow(self, writes: list[tuple[bytes, bytes | None]], ranges: list[tuple[bytes, bytes]] = ()) -> None:
-        """Apply a commit's changes at once, not as pending: ``ranges`` (``[lo, hi)``) deleted, then
-        ``writes`` (key with its store prefix, value or None), in one atomic batch; nothing is
-        written when both are empty. For a host whose database never outlives a failed commit
-        (the continuous host's stream threads restore into a new directory on every attempt), so
-        it never needs :meth:`reconcile` to tell applied from pending."""
-        import rocksdict
-
-        if not writes and not ranges:
-            return
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        for lo, hi in ranges:
-            batch.delete_range(lo, hi)
-        for key, value in writes:
-            if value is None:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
-        self.db.write(batch)
-
     # ------------------------------------------------------------------ reads
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
@@ -301,11 +281,19 @@ class TaskStateDB:
         """The values of ``keys`` (None: absent) in one RocksDB ``MultiGet``."""
         return self.db.get(keys) if keys else []
 
-    def write(self, puts: list[tuple[bytes, bytes | None]]) -> None:
-        """Write store entries directly (a restore), in one atomic batch."""
+    def write(self, puts: list[tuple[bytes, bytes | None]], ranges: list[tuple[bytes, bytes]] = ()) -> None:
+        """Write store entries directly, in one atomic batch: ``ranges`` (``[lo, hi)``) deleted,
+        then ``puts`` (key with its store prefix, value or None); nothing when both are empty.
+        A restore's writes, and the commits of a host whose database never outlives a failed
+        commit (the continuous host's stream threads restore into a new directory on every
+        attempt), which need no :meth:`reconcile` to tell applied from pending."""
         import rocksdict
 
+        if not puts and not ranges:
+            return
         batch = rocksdict.WriteBatch(raw_mode=True)
+        for lo, hi in ranges:
+            batch.delete_range(lo, hi)
         for key, value in puts:
             if value is None:
                 batch.delete(key)
