@@ -196,8 +196,8 @@ class TaskStateDB:
         tag = self.meta.get("pendingTag")
         if tag is None:  # a database of an earlier kspark
             return _PENDING, _PENDING_END, _PENDING_RANGES, _PENDING_RANGES_END
-        return (pendingPrefix(self.meta), prefixEnd(pendingPrefix(self.meta)),
-                _PENDING_RANGES + _tagBytes(tag), prefixEnd(_PENDING_RANGES + _tagBytes(tag)))
+        writes, ranges = _PENDING + _tagBytes(tag), _PENDING_RANGES + _tagBytes(tag)
+        return writes, prefixEnd(writes), ranges, prefixEnd(ranges)
 
     def _applyPending(self, version: str) -> None:
         import rocksdict
@@ -221,8 +221,9 @@ class TaskStateDB:
     def _dropPending(self) -> None:
         import rocksdict
 
+        writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
         batch = rocksdict.WriteBatch(raw_mode=True)
-        for start, end in (self._pendingRanges()[:2], self._pendingRanges()[2:]):
+        for start, end in ((writes, writesEnd), (ranges, rangesEnd)):
             for key, _ in self._items(start, end):
                 batch.delete(key)
         self._setMeta(batch, pending=None)
