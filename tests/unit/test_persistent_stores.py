@@ -146,22 +146,42 @@ def test_pending_writes_of_a_database_of_an_earlier_kspark_are_applied(tmp_path)
     state.close()
 
 
-def test_a_flush_applied_at_once_writes_no_pending_write(tmp_path):
-    # the continuous host's stream threads: a failed commit discards the database (a new one is
-    # restored), so its commits apply the changes at once
-    store = kvStore()
-    state = taskState(tmp_path, [store])
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
-    store.put("a", 1)
-    store.put("b", 2)
-    records = state.flush("", 0, 10, CKPT, applyNow=True)
-    store.delete("a")
-    assert sorted((r[1], r[2]) for r in records) == [(b"a", b"1"), (b"b", b"2")]
-    assert [(r[1], r[2]) for r in state.flush("", 1, 10, CKPT, applyNow=True)] == [(b"a", None)]
-    assert list(state.db.items(b"\x00pend", b"\x00pens")) == [] and state.db.meta.get("pending") is None
-    assert sorted(state.db.items(b"ss\x00", b"ss\x01")) == [(b"ss\x00b", b"2")]
-    state.close()
+def test_a_flush_applied_at_once_leaves_the_stores_a_committed_pending_flush_leaves(tmp_path):
+    # The continuous host's stream threads apply a commit's changes at once (applyNow): a failed
+    # commit discards their database (the next attempt restores a new one). The general path
+    # writes them pending and applies them once the batch committed. Same batches, both paths:
+    # the same changelog records and the same store entries, a session store's expired
+    # segments (range deletes) included, and no pending write left by either.
+    def run(name, applyNow):
+        kv, sessions = kvStore(), sessionStore(retention=120_000)
+        state = taskState(tmp_path / name, [kv, sessions])
+        state.open(CKPT, None)
+        state.restored(CKPT, None)
+        batches = [
+            lambda: (kv.put("a", 1), kv.put("b", 2), sessions._putEntry(10_000, b"k", 5_000, "k", 3),
+                     sessions._putEntry(20_000, b"k", 20_000, "k", 1)),
+            lambda: (kv.delete("a"), sessions._putEntry(400_000, b"j", 400_000, "j", 1)),  # segments below 4 expire
+        ]
+        logged = []
+        for batch, changes in enumerate(batches):
+            changes()
+            records = state.flush(f"v{batch}", batch, 20_000 if batch == 0 else 400_000, CKPT, applyNow=applyNow)
+            logged.append(sorted((topic, k, v, ts) for topic, k, v, ts, _ in records))
+            if not applyNow:  # the batch committed: the next one applies its pending writes
+                state.close()
+                assert state.open(CKPT, f"v{batch}") is True
+        entries = list(state.db.items(b"s", b"t"))
+        assert list(state.db.items(b"\x00pend", b"\x00pens")) == []
+        state.close()
+        return logged, entries
+
+    logged, entries = run("at-once", applyNow=True)
+    assert (logged, entries) == run("pending", applyNow=False)
+    assert [(k, v) for topic, k, v, _ in logged[0] if topic == "app-s-changelog"] == [(b"a", b"1"), (b"b", b"2")]
+    assert [(k, v) for topic, k, v, _ in logged[1] if topic == "app-s-changelog"] == [(b"a", None)]
+    assert [k for k, _ in entries if k.startswith(b"ss\x00")] == [b"ss\x00b"]
+    # the session store's key index: only j's session is live, k's expired with their segments
+    assert [k for k, _ in entries if k.startswith(b"ssessions\x00k")] == [b"ssessions\x00kj"]
 
 
 def test_another_checkpoint_or_an_unknown_version_needs_a_restore_and_wipes_the_store(tmp_path):
