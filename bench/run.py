@@ -1278,9 +1278,11 @@ class TreeSampler:
     def _sample(self, disk: bool) -> None:
         now = time.time()
         tree = _treeByKind(os.getpid(), self.exclude)
-        kb = {"driver": 0, "jvm": 0, "python": 0}
+        kb = {"driver": 0, "jvm": 0, "python": 0, "python_one": 0}  # python_one: the largest Python worker
         for pid, (kind, rss, _) in tree.items():
             kb[kind] += rss
+            if kind == "python":
+                kb["python_one"] = max(kb["python_one"], rss)
             self.kinds[pid] = kind
         self.samples.append((now, kb, {pid: cpu for pid, (_, _, cpu) in tree.items()}))
         if disk:
@@ -1325,6 +1327,7 @@ class TreeSampler:
                 "python_workers_cpu_seconds": round(cpu["python"], 2), "driver_cpu_seconds": round(cpu["driver"], 2),
                 "jvm_peak_rss_mb": round(max(s[1]["jvm"] for s in inside) / 1024),
                 "python_workers_peak_rss_mb": round(max(s[1]["python"] for s in inside) / 1024),
+                "python_worker_peak_rss_mb": round(max(s[1]["python_one"] for s in inside) / 1024),
                 "driver_peak_rss_mb": round(max(s[1]["driver"] for s in inside) / 1024),
                 "store_bytes": disk["total"], "store_bytes_by_dir": {k: v for k, v in disk.items() if k != "total"}}
 
@@ -1344,7 +1347,8 @@ def p5Batches(progress: list[dict], sampler: TreeSampler, kspark: bool) -> dict:
     out: dict[str, list] = {k: [] for k in (
         "batch_id", "input_rows", "seconds", "add_batch_seconds", "cpu_seconds", "jvm_cpu_seconds",
         "python_workers_cpu_seconds", "driver_cpu_seconds", "jvm_peak_rss_mb",
-        "python_workers_peak_rss_mb", "store_bytes", "state_rows_total", "state_memory_bytes", "state_commit_ms",
+        "python_workers_peak_rss_mb", "python_worker_peak_rss_mb", "store_bytes", "state_rows_total",
+        "state_memory_bytes", "state_commit_ms",
         "rocksdb_sst_bytes")}
     for p in progress:
         rows = _p5Records(p, kspark)
@@ -1359,7 +1363,7 @@ def p5Batches(progress: list[dict], sampler: TreeSampler, kspark: bool) -> dict:
         out["seconds"].append(round(d["triggerExecution"] / 1000, 3))
         out["add_batch_seconds"].append(round(d.get("addBatch", 0) / 1000, 3))
         for k in ("cpu_seconds", "jvm_cpu_seconds", "python_workers_cpu_seconds", "driver_cpu_seconds",
-                  "jvm_peak_rss_mb", "python_workers_peak_rss_mb", "store_bytes"):
+                  "jvm_peak_rss_mb", "python_workers_peak_rss_mb", "python_worker_peak_rss_mb", "store_bytes"):
             out[k].append(w[k])
         out["state_rows_total"].append(sum(op.get("numRowsTotal", 0) for op in ops))
         out["state_memory_bytes"].append(sum(op.get("memoryUsedBytes", 0) for op in ops))
@@ -1399,6 +1403,7 @@ def p5Summary(out: dict, batchRecords: int) -> None:
         "records_per_cpu_s": round(batchRecords / max(float(np.median(s["cpu_seconds"])), 1e-9)),
         "steady_peak_jvm_rss_mb": max(s["jvm_peak_rss_mb"]),
         "steady_peak_python_workers_rss_mb": max(s["python_workers_peak_rss_mb"]),
+        "steady_peak_python_worker_rss_mb": max(s["python_worker_peak_rss_mb"]),
         "store_bytes_after": s["store_bytes"][-1]})
 
 
