@@ -1,7 +1,8 @@
 """``PartitionGroup.nextReadyRecord(now)`` (one pass over the queues when all have a head) picks
 what ``readyToProcess(now)`` then ``nextRecord()`` pick: the smallest head timestamp, the first
 queue's on ties, global queues' updates not moving stream time (T-12, T-13), and idling per
-``max.task.idle.ms`` when a queue is empty (T-14)."""
+``max.task.idle.ms`` when a queue is empty (T-14), an empty global queue passed over when the
+task does not idle on global partitions (``idleOnGlobal`` False: the continuous host)."""
 
 import copy
 
@@ -32,10 +33,12 @@ queues = st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=4), st.sampled_
                   min_size=1, max_size=4)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(queues=queues, idleMs=st.sampled_from([-1, 0, 5]), clock=st.lists(st.integers(0, 4), min_size=1, max_size=12))
-def test_next_ready_record_is_ready_then_next(queues, idleMs, clock):
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(queues=queues, idleMs=st.sampled_from([-1, 0, 5]), clock=st.lists(st.integers(0, 4), min_size=1, max_size=12),
+       idleOnGlobal=st.booleans())
+def test_next_ready_record_is_ready_then_next(queues, idleMs, clock, idleOnGlobal):
     one = PartitionGroup([Queue(*q) for q in queues], idleMs)
+    one.idleOnGlobal = idleOnGlobal
     other = copy.deepcopy(one)
     now = 0
     for step in clock:

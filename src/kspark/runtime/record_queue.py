@@ -343,11 +343,16 @@ class PartitionGroup:
         """``nextRecord()`` if ``readyToProcess(wallClockTime)``, else ``(None, None)``. When every
         queue has a head (a task's usual state in a batch) both come down to one pass over the
         queues: ready, no queue idling, and the head with the smallest timestamp, the first
-        queue's on ties; otherwise it calls the two."""
+        queue's on ties; otherwise it calls the two. An empty global queue that the task does not
+        idle on (``idleOnGlobal`` False) is passed over in that pass: ``readyToProcess`` passes it
+        over too and never starts its idle time, and ``nextRecord`` never picks it, so the pass
+        still gives what the two give."""
         best = bestTimestamp = None
         for q in self.queues:
             h = q.head
             if h is None:
+                if q.isGlobal and not self.idleOnGlobal:
+                    continue
                 break
             if best is None or h.timestamp < bestTimestamp:
                 best, bestTimestamp = q, h.timestamp
