@@ -192,6 +192,13 @@ def measured(fn, tree: bool = True, exclude: tuple = ()):
     return records, seconds, rss, load, extra
 
 
+def _clockToCaughtUp(m: tuple) -> tuple:
+    """``measured``'s result for a continuous kspark run whose extra holds ``close_seconds`` (the
+    ``close()`` after its committed offsets reached the inputs' ends): its seconds up to that point,
+    where Java's clock stops (CPU and RSS still cover the ``close()``)."""
+    return (m[0], m[1] - m[4]["close_seconds"], *m[2:])
+
+
 def javaResult(name: str, j: dict, load: float, **extra) -> dict:
     """A Java program's JSON (records, seconds, cpu_seconds, peak_rss_mb: measured inside its JVM)
     as a benchmark line."""
@@ -670,10 +677,11 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     have the same records (count and digest, per partition in offset order, as P4). Latency:
     :func:`p2Live` (``--only p2-live``). ``trigger`` ``continuous`` (``--p2-java-trigger``): kspark's
     stream threads with ``max.task.idle.ms`` 5000 as the Java port, its clock as Java's: until the
-    group's committed offsets reach the ends of prices and valuations. (Not of the repartition topic:
-    the valuations run to 03-31, the prices to 03-20, so each join task holds valuations after its
-    last price, which it takes after ``max.task.idle.ms`` on its empty price partition; Java's
-    clock stops before that 5 s, so did not kspark's until round 25.)"""
+    group's committed offsets reach the ends of prices and valuations, polled every 20 ms, without
+    the ``close()`` that follows (``close_seconds``). (Not of the repartition topic: the valuations
+    run to 03-31, the prices to 03-20, so each join task holds valuations after its last price,
+    which it takes after ``max.task.idle.ms`` on its empty price partition; Java's clock stops
+    before that 5 s, so did not kspark's until round 25.)"""
     import valuation_signals as vs
 
     from kspark import KafkaStreams
@@ -698,19 +706,21 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     def run():
         streams = KafkaStreams(vs.buildTopology(), config, spark=spark)
         streams.start()
-        if trigger == "continuous":
-            while not caughtUp():
-                if streams._streamThreads.error is not None:
-                    break
-                time.sleep(0.1)
-        else:
+        if trigger != "continuous":
             streams.awaitTermination()
+            streams.close()
+            return records, {}
+        while not caughtUp():
+            if streams._streamThreads.error is not None:
+                break  # close() raises it
+            time.sleep(0.02)  # as Java's clock polls
+        caught = time.time()
         streams.close()
-        return records, {}
+        return records, {"close_seconds": round(time.time() - caught, 2)}
 
     note(f"P2-java: {len(prices)} prices loaded; kspark run")
     brokerCpu = _cpuOf(broker.pid)
-    m = measured(run, exclude=(broker.pid,))
+    m = _clockToCaughtUp(measured(run, exclude=(broker.pid,)))
     ksparkBrokerCpu, brokerCpu = _cpuOf(broker.pid) - brokerCpu, _cpuOf(broker.pid)
     note(f"P2-java: kspark {m[1]:.1f} s; Java run")
     load = os.getloadavg()[0]
@@ -722,7 +732,7 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
     checkSameOutput("P2-java", ksparkCount, ksparkDigest, javaCount, javaDigest)
     rows = [_report(f"P2 kspark valuation pipeline on Spark local[2] over Kafka, exactly_once_v2, kspark.trigger {trigger}", (
         *m[:4], {"signals_emitted": ksparkCount, "digest": ksparkDigest, "max_records_per_batch": BATCH_RECORDS,
-                 "broker_cpu_seconds": round(ksparkBrokerCpu, 1)}), 2)]
+                 "broker_cpu_seconds": round(ksparkBrokerCpu, 1), **m[4]}), 2)]
     rows.append(javaResult("P2-java Kafka Streams 4.3.1 valuation pipeline (bench/java/bench/Flagship.java), "
                            "2 stream threads, exactly_once_v2", java, load, signals_emitted=javaCount,
                            digest=javaDigest, broker_cpu_seconds=round(javaBrokerCpu, 1)))
@@ -886,8 +896,8 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSe
     processes all of it. kspark runs it twice, as new applications: micro-batches (its clock from
     ``start()`` to the end of its ``availableNow`` run, query start-up included; CPU and RSS of
     this process tree without the broker), then ``kspark.trigger`` continuous (its clock from
-    ``KafkaStreams(...)`` until the group's committed offsets reach the input's end, and its
-    ``close()``). Java's clock runs from ``KafkaStreams.start()`` until its committed offsets reach
+    ``KafkaStreams(...)`` until the group's committed offsets reach the input's end, polled every
+    20 ms as Java's, without the ``close()`` that follows: ``close_seconds``). Java's clock runs from ``KafkaStreams.start()`` until its committed offsets reach
     the input's end (inside the JVM; JVM start excluded). The three outputs are read back
     ``read_committed`` and must have the same number of records and the same digest (per
     partition, in offset order), else the run fails.
@@ -936,16 +946,17 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSe
         while {p: o for p, (o, _) in topics.committedOffsets(app, source).items()} != ends:
             if streams._streamThreads.error is not None:
                 break  # close() raises it
-            time.sleep(0.05)
+            time.sleep(0.02)  # as Java's clock polls
+        caught = time.time()
         streams.close()
-        return n, {}
+        return n, {"close_seconds": round(time.time() - caught, 2)}
 
     note(f"P4: {n} records in {source}; kspark backlog run")
     brokerCpu = _cpuOf(broker.pid)
     m = measured(ksparkRun, exclude=(broker.pid,))
     ksparkBrokerCpu, brokerCpu = _cpuOf(broker.pid) - brokerCpu, _cpuOf(broker.pid)
     note(f"P4: kspark {m[1]:.1f} s; kspark continuous backlog run")
-    mc = measured(ksparkContinuousRun, exclude=(broker.pid,))
+    mc = _clockToCaughtUp(measured(ksparkContinuousRun, exclude=(broker.pid,)))
     continuousBrokerCpu, brokerCpu = _cpuOf(broker.pid) - brokerCpu, _cpuOf(broker.pid)
     note(f"P4: kspark continuous {mc[1]:.1f} s; Java Kafka Streams backlog run")
     load = os.getloadavg()[0]
@@ -991,7 +1002,7 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSe
     rows.append(_report("P4 kspark session count Kafka -> Spark local[2] -> Kafka, exactly_once_v2, backlog with "
                         "kspark.trigger continuous", (*mc[:4], {
                             "updates_emitted": continuousCount, "digest": continuousDigest,
-                            "broker_cpu_seconds": round(continuousBrokerCpu, 1)}), 2))
+                            "broker_cpu_seconds": round(continuousBrokerCpu, 1), **mc[4]}), 2))
     rows[2]["kspark_vs_java"] = round(rows[2]["records_per_s"] / rows[1]["records_per_s"], 2)
     print(json.dumps({"benchmark": "P4 comparison", "kspark_vs_java_records_per_s": rows[0]["kspark_vs_java"],
                       "kspark_continuous_vs_java_records_per_s": rows[2]["kspark_vs_java"],
