@@ -192,6 +192,20 @@ def measured(fn, tree: bool = True, exclude: tuple = ()):
     return records, seconds, rss, load, extra
 
 
+def _continuousUntilCaughtUp(streams, caughtUp) -> dict:
+    """Start a continuous kspark run, wait until ``caughtUp()`` (polled every 20 ms, as Java's
+    clock polls) or a stream thread failed, then close it (which raises the failure); returns
+    ``{"close_seconds": ...}`` for :func:`_clockToCaughtUp`."""
+    streams.start()
+    while not caughtUp():
+        if streams._streamThreads.error is not None:
+            break
+        time.sleep(0.02)
+    caught = time.time()
+    streams.close()
+    return {"close_seconds": round(time.time() - caught, 2)}
+
+
 def _clockToCaughtUp(m: tuple) -> tuple:
     """``measured``'s result for a continuous kspark run whose extra holds ``close_seconds`` (the
     ``close()`` after its committed offsets reached the inputs' ends): its seconds up to that point,
@@ -705,18 +719,12 @@ def p2Java(prices: list[dict], valuations: list[dict], work: Path, spark, broker
 
     def run():
         streams = KafkaStreams(vs.buildTopology(), config, spark=spark)
+        if trigger == "continuous":
+            return records, _continuousUntilCaughtUp(streams, caughtUp)
         streams.start()
-        if trigger != "continuous":
-            streams.awaitTermination()
-            streams.close()
-            return records, {}
-        while not caughtUp():
-            if streams._streamThreads.error is not None:
-                break  # close() raises it
-            time.sleep(0.02)  # as Java's clock polls
-        caught = time.time()
+        streams.awaitTermination()
         streams.close()
-        return records, {"close_seconds": round(time.time() - caught, 2)}
+        return records, {}
 
     note(f"P2-java: {len(prices)} prices loaded; kspark run")
     brokerCpu = _cpuOf(broker.pid)
@@ -941,15 +949,9 @@ def p4(df, work: Path, spark, broker, trigger: str, liveRates: list[int], liveSe
         streams = KafkaStreams(sessionCountTopology(source, outC, GAP), {
             **eos, "application.id": app, "state.dir": str(work / "kspark-continuous-state"),
             "kspark.trigger": "continuous"}, spark=spark)
-        streams.start()
         ends = topics.endOffsets(source)
-        while {p: o for p, (o, _) in topics.committedOffsets(app, source).items()} != ends:
-            if streams._streamThreads.error is not None:
-                break  # close() raises it
-            time.sleep(0.02)  # as Java's clock polls
-        caught = time.time()
-        streams.close()
-        return n, {"close_seconds": round(time.time() - caught, 2)}
+        return n, _continuousUntilCaughtUp(
+            streams, lambda: {p: o for p, (o, _) in topics.committedOffsets(app, source).items()} == ends)
 
     note(f"P4: {n} records in {source}; kspark backlog run")
     brokerCpu = _cpuOf(broker.pid)
