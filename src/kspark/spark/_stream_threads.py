@@ -23,8 +23,8 @@ until the application closes (bench/README.md round 22b measured the shape; roun
   Kafka Streams' exactly-once v2 producer per stream thread does).
 - The poll loop (Python's cyclic garbage collector paused, run whole every 10 s:
   :class:`PausedCollector`): records are processed as they arrive and their outputs produced
-  into the open transaction; wall-clock punctuators are checked every iteration; every ``commit.interval.ms``
-  (Kafka Streams' default under exactly-once: 100 ms) in which a position moved or an output was
+  into the open transaction; wall-clock punctuators are checked every iteration; every
+  ``commit.interval.ms`` (Kafka Streams' default under exactly-once: 100 ms) in which a position moved or an output was
   produced, each task commits (its record caches flush), its stores' changes go to their
   changelogs in the transaction, the positions (each partition's first record not processed
   yet, else the consumer's position) are sent to the transaction with their partition times in Kafka Streams'
@@ -116,11 +116,11 @@ class PausedCollector:
     manager), and run whole by :meth:`maybeCollect` at most ``intervalS`` apart, or sooner once
     ``maxPending`` tracked objects were created on balance since it last ran.
 
-    Left automatic, it ran about 4,000 young and 35 whole collections in the 34 s of a P2 stream
-    thread (2M prices). Each whole one walked every record held in the task queues (tens of thousands per
-    task) and the stores' entries, and all of them freed 798 objects: 3.5 s of the thread's 24
-    CPU-s (bench/README.md, round 25). Garbage without reference cycles is freed at once by
-    reference counting either way; cycles wait for the next whole collection.
+    Left automatic, it ran about 4,000 young and 35 whole collections in the 34 s of a P2
+    stream thread (2M prices). Each whole one walked every record held in the task queues (tens
+    of thousands per task) and the stores' entries, and all of them freed 798 objects: 3.5 s of
+    the thread's 24 CPU-s (bench/README.md, round 25). Garbage without reference cycles is freed
+    at once by reference counting either way; cycles wait for the next whole collection.
     """
 
     def __init__(self, intervalS: float = 10.0, maxPending: int = 1_000_000) -> None:
