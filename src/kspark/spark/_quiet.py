@@ -53,7 +53,7 @@ is dropped with it (the TWS worker prints ``"...\\n"``)."""
 
 # a line logged inside a query's context has Spark's MDC prefix after the logger:
 # "WARN TaskSetManager: [queryId = f6b1f] [batchId = 1] Lost task ..."
-STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted)\."
+STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Data source write support .* (is aborting|aborted|failed to abort)\."
                             r"|WARN TaskSetManager: (\[[^]]*\] )*Lost task .*"
                             r"|ERROR TorrentBroadcast: (\[[^]]*\] )*Store broadcast \S+ fail, remove all pieces of the broadcast"
                             r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+"
@@ -66,7 +66,9 @@ killed ("Lost task ..."; a killed shuffle-map task reverting its partial output 
 temporary shuffle files it had not created yet; a killed writer task logs "Aborting task" with
 the ``TaskKilledException``'s stack trace, then aborts its commit; a task killed while reading its local shuffle
 blocks logs the ``ClosedByInterruptException`` as "..., null" without a trace, SPARK-28340), a broadcast being stored for the batch's plan
-is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). Dropped once
+is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). The stop can
+interrupt the abort itself ("... failed to abort.", logged without a trace): the local-topics sink's next commit
+deletes the staged files an abort left, and a Kafka transaction aborts whole. Dropped once
 kspark has begun stopping its queries (:func:`stoppingQueries`): Spark may log it well after the
 stop returned on a busy machine, and a batch that aborts because its query failed is reported by
 the query's exception anyway."""
