@@ -430,7 +430,13 @@ class _StreamThread:
         lastCommit = time.monotonic()
         while not os.path.exists(stopFile):
             wait = max(0.001, min(0.05, lastCommit + self.commitS - time.monotonic()))
-            messages = self.consumer.consume(10_000, wait)
+            # what the fetch queue holds now: librdkafka's batch consume waits for all 10,000 (or
+            # the timeout) once it holds fewer, so it waits only while the queue is empty, for one
+            messages = self.consumer.consume(10_000, 0)
+            if not messages:
+                messages = self.consumer.consume(1, wait)
+                if messages:
+                    messages += self.consumer.consume(9_999, 0)
             now = int(time.time() * 1000)
             if messages:
                 byPartition: dict[tuple[str, int], list] = {}
