@@ -294,14 +294,13 @@ class KafkaStreams:
     def _startStreamThreads(self, plans: list[dict]) -> None:
         """``kspark.trigger`` ``continuous``: start the long-running Spark job of the stream threads
         (:mod:`kspark.spark._stream_threads`)."""
-        from ._datasource import TopicsStreamReader, registerDataSource, topicsOptions
+        from ._datasource import TopicsStreamReader, topicsOptions
 
         spark = self._session()
         if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
             raise StreamsException("kspark.trigger=continuous cannot run with spark.speculation=true: a speculative copy "
                                    "of a stream thread would fence the thread it copies, and be fenced by it in turn.")
         _pyFilesForDriverSideWorkers(spark)
-        registerDataSource(spark)
         _pickleUserModulesByValue()
         backend = topicsOptions(self._topics)
         storeDir = self._storeDir()
