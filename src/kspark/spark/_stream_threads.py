@@ -402,7 +402,7 @@ class _StreamThread:
     def _producer(self) -> None:
         from confluent_kafka import KafkaException, Producer
 
-        from ..topics._kafka import _deliveryErrors, _sinkError, _librdkafkaLog
+        from ..topics._kafka import _deliveryErrors, _librdkafkaLog, _sinkError, initTransactions
 
         conf = dict(self.topics.producerConfig)
         timeout = conf.get("transaction.timeout.ms", "60000")
@@ -411,7 +411,7 @@ class _StreamThread:
         transactionalId = f"{self.appId}-kspark-stream-thread-{self.index}"
         self.producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
         try:
-            self.producer.init_transactions(self.topics.timeoutS)  # fences an earlier attempt, aborts its transaction
+            initTransactions(self.producer, self.topics.timeoutS)  # fences an earlier attempt, aborts its transaction
         except KafkaException as e:
             raise _sinkError(transactionalId, e) from None
         self.transactionalId = transactionalId

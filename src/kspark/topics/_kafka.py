@@ -976,6 +976,16 @@ def _raiseRdkafka(lib, error) -> None:
     raise raised
 
 
+def initTransactions(producer, timeoutS: float) -> None:
+    """``producer.init_transactions(timeoutS)`` once a metadata request brought a broker
+    connection up. librdkafka's ProducerId state machine, finding the transaction coordinator
+    not connected yet, tries again only after a 500 ms timer (``rd_kafka_idemp_pid_fsm``,
+    "Coordinator not up"); a new producer's ``init_transactions`` took 0.51 s on one local
+    broker, 0.01 s after the metadata request (0.06 s)."""
+    producer.list_topics(timeout=timeoutS)
+    producer.init_transactions(timeoutS)
+
+
 def _bounded(call: Callable[[], object], timeoutS: float, what: str):
     """``call()`` (a blocking librdkafka transaction call given its own timeout) in a helper
     thread, given up after ``timeoutS`` seconds with a retriable ``KafkaException(_TIMED_OUT)``.
@@ -1176,7 +1186,7 @@ class KafkaSinkWriter:
             producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
             _owners().claim(transactionalId)  # before: the previous owner stops using its producer
             try:
-                producer.init_transactions(_TIMEOUT_S)  # fences older producers with this id
+                initTransactions(producer, _TIMEOUT_S)  # fences older producers with this id
             except KafkaException as e:
                 raise _sinkError(transactionalId, e) from None
             _PRODUCERS[transactionalId] = producer
