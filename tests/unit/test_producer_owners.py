@@ -18,6 +18,9 @@ class FakeProducer:
         self.config = config
         FakeProducer.made.append(self)
 
+    def list_topics(self, timeout=None):
+        self.metadataFirst = not getattr(self, "initialized", False)
+
     def init_transactions(self, timeout):
         self.initialized = True
 
@@ -50,6 +53,7 @@ def test_a_cached_producer_is_replaced_before_the_records_once_another_process_t
     writer.prepare(0)
     first = kafka._PRODUCERS["app-sub-0-0"]
     assert first.initialized and first.config["transactional.id"] == "app-sub-0-0"
+    assert first.metadataFirst  # a broker connection up before init_transactions (topics._kafka.initTransactions)
     writer.prepare(0)
     assert kafka._PRODUCERS["app-sub-0-0"] is first and len(FakeProducer.made) == 1  # still this process's
     kafka._ProducerOwners().claim("app-sub-0-0")  # another Python worker ran writer 0 since
