@@ -611,7 +611,8 @@ class _Backend:
         self.end = prefixEnd(self.prefix)
         # Fast path: a store with no entry in the database (its first batch) answers every load
         # "absent" without a read; exact, as nothing is written to the database during a batch
-        # (its writes are pending until the next one) except by a restore, which clears it.
+        # (its writes are pending until the next one) except by a restore or a flush applied at
+        # once (PersistentTaskState.flush's applyNow), which clear it.
         self.empty = next(iter(db.items(self.prefix, self.end)), None) is None
 
     def get(self, key: bytes) -> bytes | None:
@@ -802,6 +803,9 @@ class PersistentTaskState:
                 records += [(topic, r.key, r.value, r.timestamp, r.headers + header) for r in changes.records]
         if applyNow:
             self.db.write(writes, ranges)
+            if writes or ranges:  # the database is written while the stores stay open: no fast path now
+                for store in self.stores.values():
+                    store._backend.empty = False
         else:
             self.db.writePending(writes, version, batchId, ranges, len(records))
         for store in self.stores.values():
