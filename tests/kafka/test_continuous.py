@@ -120,6 +120,10 @@ def test_continuous_run_killed_mid_run_then_restarted_counts_every_record_once(s
     # the group committed every input position (Kafka's tools see the application caught up)
     committed = topics.committedOffsets("continuous-recount", src)
     assert {p: o for p, (o, _) in committed.items()} == topics.endOffsets(src)
+    # the store's changelog records are Kafka Streams' (serialized key, value and timestamp, no headers)
+    changelog = [r for p, end in sorted(topics.endOffsets("continuous-recount-recount-changelog").items())
+                 for r in topics.read("continuous-recount-recount-changelog", p, 0, end).to_pylist()]
+    assert len(changelog) >= KEYS and all(r["headers"] is None for r in changelog)
 
 
 def test_continuous_refuses_what_it_cannot_run(tmp_path):

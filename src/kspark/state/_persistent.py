@@ -782,12 +782,16 @@ class PersistentTaskState:
     def flush(self, version: str, batchId: int, streamTime: int, checkpointId: str, applyNow: bool = False) -> list:
         """Write this micro-batch's changes as pending under ``version`` and return the changelog
         records as ``(topic, key, value, timestamp, headers)`` tuples, in change order per store.
+        Each record carries the ``CHANGELOG_HEADER`` tag ``<checkpointId>:<batchId>``, by which a
+        restore skips the records of a batch Spark replays.
         ``applyNow``: the changes are applied to the stores at once (:meth:`TaskStateDB.write`),
-        for a host that discards the database when a commit fails."""
+        for a host that discards the database when a commit fails, and the records carry no tag
+        (Kafka Streams' changelog records: such a host never replays a commit, whose records
+        are in the Kafka transaction it aborts)."""
         writes: list = []
         ranges: list = []
         records: list = []
-        header = ((CHANGELOG_HEADER, f"{checkpointId}:{batchId}".encode()),)
+        header = () if applyNow else ((CHANGELOG_HEADER, f"{checkpointId}:{batchId}".encode()),)
         for name, store in self.stores.items():
             topic = self.logged.get(name)
             changes = _Changes()
