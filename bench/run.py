@@ -38,9 +38,10 @@ Benchmarks (comparison systems run in the same process, on the same input):
   kspark on Spark ``local[2]`` against Java Kafka Streams (2 stream threads), both
   exactly_once_v2, same input topic; throughput over a backlog, latency in a rate-limited
   phase (see :func:`p4`); the outputs must be equal (count and digest).
-- ``P5`` (``p5``, ``p5-kafka``, ``p5-native``, ``p5-java``; issue 32, state at scale): a count
-  per key over N distinct keys, loaded first, then steady micro-batches of 100K records on
-  Spark ``local[2]``: kspark over local topics and over Kafka (exactly_once_v2), Spark's own
+- ``P5`` (``p5``, ``p5-kafka``, ``p5-kafka-continuous``, ``p5-native``, ``p5-java``; issue 32, state
+  at scale): a count per key over N distinct keys, loaded first, then steady micro-batches of 100K
+  records on Spark ``local[2]``: kspark over local topics and over Kafka (exactly_once_v2; in
+  micro-batches, and with ``kspark.trigger`` continuous timed as Kafka Streams is), Spark's own
   ``groupBy("key").count()`` and Kafka Streams 4.3.1 (bench/java/bench/KeyCount.java), each
   system and N in a child process of its own; per-batch seconds, CPU, RSS and store bytes on
   disk (see :func:`p5` and :func:`p5Spark`, bench/README.md round 18).
@@ -48,7 +49,7 @@ Benchmarks (comparison systems run in the same process, on the same input):
 Flags: ``--records`` (P1 and P1-native, default 1,000,000), ``--p2-records`` (prices, default
 300,000), ``--p3-records`` (P3 and Bytewax, default 200,000), ``--nexmark-records`` (default
 200,000), ``--only NAME,...`` (subset: p3,p3-java,bytewax,nexmark,dsl20,p1,p1-native,p1-kafka,p2,p2-kafka,p2-java,p2-live,p4;
-P5 only when named: p5,p5-kafka,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
+P5 only when named: p5,p5-kafka,p5-kafka-continuous,p5-native,p5-java), ``--p5-keys``, ``--p5-batches``, ``--p5-batch-records``,
 ``--p5-load-batch-records``, ``--p5-timeout``, ``--p5-config KEY=VALUE`` (repeatable: a config of kspark's P5 application),
 ``--p2-live-rate`` (default 2,000 prices/s; a list runs one phase per rate), ``--p2-live-seconds`` (15), ``--p2-trigger``
 (``0 seconds``), ``--p4-records`` (default 200,000), ``--p4-trigger``, ``--p4-live-rate``, ``--p4-live-seconds``, ``--scaling`` (adds P1
@@ -1195,7 +1196,9 @@ def ratedPhase(what: str, servers: str, src: str, srcPartitions: int, out: str, 
 
 
 # ---------------------------------------------------------------------- P5: state at scale (issue 32)
-P5_SYSTEMS = ("p5-native", "p5-java", "p5", "p5-kafka")  # per N in this order: the references first
+P5_SYSTEMS = ("p5-native", "p5-java", "p5", "p5-kafka", "p5-kafka-continuous")  # per N in this order: the references first
+P5_KSPARK = ("p5", "p5-kafka", "p5-kafka-continuous")
+P5_ON_KAFKA = ("p5-kafka", "p5-kafka-continuous", "p5-java")
 P5_SEED = 32
 P5_TS0 = 1_700_000_000_000  # the first input record's timestamp (ms); record i has P5_TS0 + i
 P5_KEY_WIDTH = 9  # keys are b"k%08d"
@@ -1516,6 +1519,7 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
 
     batchRecords, loadBatch, batches = args.p5_batch_records, args.p5_load_batch_records, args.p5_batches
     out: dict = {"benchmark": {"p5": "P5 kspark count, local topics", "p5-kafka": "P5 kspark count, Kafka topics, exactly_once_v2",
+                               "p5-kafka-continuous": "P5 kspark count, Kafka topics, exactly_once_v2, kspark.trigger continuous",
                                "p5-native": "P5-native Spark groupBy(key).count(), update mode"}[system]
                  + f", {n:,} keys, Spark local[2]", "system": system, "keys": n, "batch_records": batchRecords,
                  "steady_batches": batches, "load_batch_records": loadBatch, "tasks": 4,
@@ -1540,7 +1544,8 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         from kspark.topics import LocalTopics, openTopics
 
         ts = np.arange(P5_TS0, P5_TS0 + n + len(steadyIds), dtype=np.int64)
-        appId = f"bench-p5-{'kafka' if broker else 'local'}-{n}"
+        continuous = system == "p5-kafka-continuous"
+        appId = f"bench-p5-{'kafka' if broker else 'local'}{'-continuous' if continuous else ''}-{n}"
         config = {"application.id": appId, "state.dir": str(work / "state"), "statestore.cache.max.bytes": 0}
         extra = dict(item.split("=", 1) for item in args.p5_config)
         config.update(extra)
@@ -1550,7 +1555,7 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         if broker is not None:
             config.update({"bootstrap.servers": broker["bootstrap"], "processing.guarantee": "exactly_once_v2"})
             topics = openTopics(config)
-            source, sink = f"p5-events-{n}", f"p5-counts-{n}"
+            source, sink = f"p5-events-{n}{'-continuous' if continuous else ''}", f"p5-counts-{n}{'-continuous' if continuous else ''}"
             brokerData = Path(broker["logDir"]) / "data"
         else:
             config["kspark.topics.dir"] = str(work / "topics")
@@ -1588,6 +1593,10 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         write(loadIds, ts[:n])
         exclude = (broker["pid"],) if broker else ()
         with TreeSampler(dirs, exclude=exclude) as sampler:
+            if continuous:
+                phase = "continuous"
+                _p5Continuous(KafkaStreams(p5Topology(source, sink), {**config, "kspark.trigger": "continuous"}, spark=spark),
+                              topics, source, appId, parts, steadyIds, ts[n:], batchRecords, sampler, broker, out)
             def run(name: str, maxRecords: int) -> None:
                 nonlocal phase
                 phase = name
@@ -1607,15 +1616,17 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
                     out[name] = p5Batches(progress, sampler, True)
                     streams.close()
 
-            note(f"P5 {system} {n:,} keys: load run")
-            run("load", loadBatch)
-            write(steadyIds, ts[n:])
-            brokerCpu = _cpuOf(broker["pid"]) if broker else 0.0
-            note(f"P5 {system} {n:,} keys: steady run")
-            run("steady", batchRecords)
-            if broker:
-                out["steady_broker_cpu_seconds"] = round(_cpuOf(broker["pid"]) - brokerCpu, 1)
-        _p5SplitWarmup(out, batches, batchRecords)
+            if not continuous:
+                note(f"P5 {system} {n:,} keys: load run")
+                run("load", loadBatch)
+                write(steadyIds, ts[n:])
+                brokerCpu = _cpuOf(broker["pid"]) if broker else 0.0
+                note(f"P5 {system} {n:,} keys: steady run")
+                run("steady", batchRecords)
+                if broker:
+                    out["steady_broker_cpu_seconds"] = round(_cpuOf(broker["pid"]) - brokerCpu, 1)
+        if not continuous:
+            _p5SplitWarmup(out, batches, batchRecords)
         phase = "check"
         note(f"P5 {system} {n:,} keys: checking the output")
         if broker is not None:
@@ -1629,6 +1640,72 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         out.update({"error": _errorText(e), "failed_in": phase})
     out["process_seconds"] = round(time.time() - started, 1)
     return out
+
+
+def _p5Continuous(streams, topics, source: str, appId: str, parts: np.ndarray, steadyIds: np.ndarray,
+                  stamps: np.ndarray, batchRecords: int, sampler: TreeSampler, broker: dict, out: dict) -> None:
+    """P5's phases for ``p5-kafka-continuous``: one ``kspark.trigger`` continuous run of ``streams``
+    timed as :func:`p5Java` times Kafka Streams. The load (already in ``source``) runs from
+    ``start()`` until the group's committed offsets reach the input's end; then the warm-up
+    batch's records, then the steady batches' records, each phase's records written in ONE
+    Kafka transaction: the run's ``read_committed`` consumers see none of them until it commits
+    (Kafka Streams is paused while its records are written), and the phase's clock runs from the
+    commit until the committed offsets reach the new end, as Java's from ``resume()``. Per phase:
+    seconds, records, CPU-s and peak RSS of this process tree (the broker excluded: ``broker_cpu_seconds``)."""
+    from confluent_kafka import Producer
+
+    def clock(name: str, records: int, t0: float, caughtUp) -> None:
+        brokerCpu = _cpuOf(broker["pid"])
+        while not caughtUp():
+            if streams._streamThreads.error is not None:
+                raise RuntimeError(f"a stream thread failed in phase {name}: {streams._streamThreads.error}")
+            time.sleep(0.02)
+        t1 = time.time()
+        w = sampler.window(t0, t1)
+        out[name] = {"records": records, "seconds": round(t1 - t0, 2), **w,
+                     "broker_cpu_seconds": round(_cpuOf(broker["pid"]) - brokerCpu, 1)}
+        note(f"P5 p5-kafka-continuous {name}: {records:,} records in {t1 - t0:.1f} s")
+
+    ends = topics.endOffsets(source)  # the load's, written before the run
+    caughtUp = _groupCaughtUp(topics, appId, {(source, p): e for p, e in ends.items()})
+    t0 = time.time()
+    streams.start()
+    try:
+        clock("load", len(parts), t0, caughtUp)
+        producer = Producer({**topics.producerConfig, "transactional.id": f"{appId}-bench-input", "linger.ms": "20",
+                             "transaction.timeout.ms": "300000", "message.timeout.ms": "300000"})
+        producer.init_transactions(30)
+        for name, lo, hi in (("warmup", 0, batchRecords), ("steady", batchRecords, len(steadyIds))):
+            ids = steadyIds[lo:hi]
+            keys = p5Keys(ids).view(f"S{P5_KEY_WIDTH}").ravel().tolist()
+            producer.begin_transaction()
+            for key, partition, stamp in zip(keys, parts[ids].tolist(), stamps[lo:hi].tolist()):
+                while True:
+                    try:
+                        producer.produce(source, b"1", key, partition=partition, timestamp=stamp)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            producer.commit_transaction(60)
+            t0 = time.time()
+            # the ends the commit makes: each partition's records and its commit marker (read
+            # back instead, the last stable offset can lag the commit's return for a moment)
+            written = np.bincount(parts[ids], minlength=len(ends))
+            ends = {p: e + int(written[p]) + 1 if written[p] else e for p, e in ends.items()}
+            clock(name, hi - lo, t0, _groupCaughtUp(topics, appId, {(source, p): e for p, e in ends.items()}))
+            if topics.endOffsets(source) != ends:
+                raise RuntimeError(f"{source}'s ends after {name}: {topics.endOffsets(source)}, expected {ends}")
+    finally:
+        closing = time.time()
+        streams.close()
+        out["close_seconds"] = round(time.time() - closing, 2)
+    s = out["steady"]
+    out.update({"records_per_s": round(s["records"] / s["seconds"]),
+                "s_per_batch_equivalent": round(s["seconds"] * batchRecords / s["records"], 3),
+                "cpu_s_per_batch_equivalent": round(s["cpu_seconds"] * batchRecords / s["records"], 2),
+                "records_per_cpu_s": round(s["records"] / max(s["cpu_seconds"], 1e-9)),
+                "steady_peak_jvm_rss_mb": s["jvm_peak_rss_mb"], "steady_peak_python_workers_rss_mb": s["python_workers_peak_rss_mb"],
+                "steady_peak_python_worker_rss_mb": s["python_worker_peak_rss_mb"], "store_bytes_after": s["store_bytes"]})
 
 
 def _p5SplitWarmup(out: dict, batches: int, batchRecords: int) -> None:
@@ -1847,7 +1924,7 @@ def p5Child(args) -> int:
     if args.p5_child == "p5-java":
         out = p5Java(n, args, args.work, broker)
     else:
-        out = p5Spark(args.p5_child, n, args, args.work, broker if args.p5_child == "p5-kafka" else None)
+        out = p5Spark(args.p5_child, n, args, args.work, broker if args.p5_child in P5_ON_KAFKA else None)
     print(json.dumps(out), flush=True)
     return 0
 
@@ -1877,7 +1954,7 @@ def p5(args, only: set) -> list[dict]:
     systems = [s for s in P5_SYSTEMS if s in only]
     rows: list[dict] = []
     broker = None
-    if {"p5-kafka", "p5-java"} & set(systems):
+    if set(P5_ON_KAFKA) & set(systems):
         from kspark.testing import KafkaBroker
 
         broker = KafkaBroker(args.work / "kafka-p5", heapMb=1024).start()
@@ -1891,7 +1968,7 @@ def p5(args, only: set) -> list[dict]:
                        "--p5-load-batch-records", str(args.p5_load_batch_records), "--work", str(work)]
                 for item in args.p5_config:
                     cmd += ["--p5-config", item]
-                if broker is not None and system in ("p5-kafka", "p5-java"):
+                if broker is not None and system in P5_ON_KAFKA:
                     cmd += ["--p5-broker", f"{broker.bootstrapServers},{broker.pid},{broker.logDir}"]
                 log = args.work / f"p5-{system}-{n}.log"
                 note(f"P5 {system} {n:,} keys: child process (log {log})")
@@ -1921,12 +1998,12 @@ def p5(args, only: set) -> list[dict]:
                     row["log_errors"], row["log_tail"] = _logErrors(text), text[-3000:]
                 row["child_wall_seconds"] = round(time.time() - started, 1)
                 byName[system] = row
-                if system not in ("p5", "p5-kafka"):
+                if system not in P5_KSPARK:
                     print(json.dumps(row), flush=True)
                     rows.append(row)
             native, java = byName.get("p5-native", {}), byName.get("p5-java", {})
             comparison = {"benchmark": "P5 comparison", "keys": n}
-            for system in ("p5", "p5-kafka"):
+            for system in P5_KSPARK:
                 row = byName.get(system)
                 if row is None:
                     continue
