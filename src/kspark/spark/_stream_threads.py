@@ -21,7 +21,7 @@ until the application closes (bench/README.md round 22b measured the shape; roun
   ``<application.id>-kspark-stream-thread-<i>``: stable per thread, so a retried or restarted
   thread's ``init_transactions`` fences the previous one and aborts its open transaction, as
   Kafka Streams' exactly-once v2 producer per stream thread does).
-- The poll loop (Python's cyclic garbage collector paused, run whole every 10 s:
+- The poll loop (Python's cyclic garbage collector paused, run whole every 60 s:
   :class:`PausedCollector`): records are processed as they arrive and their outputs produced
   into the open transaction; wall-clock punctuators are checked every iteration; every
   ``commit.interval.ms`` (Kafka Streams' default under exactly-once: 100 ms) in which a position moved or an output was
@@ -121,9 +121,15 @@ class PausedCollector:
     of thousands per task) and the stores' entries, and all of them freed 798 objects: 3.5 s of
     the thread's 24 CPU-s (bench/README.md, round 25). Garbage without reference cycles is freed
     at once by reference counting either way; cycles wait for the next whole collection.
+
+    A whole collection walks the stores' working sets too (a ``ValueAndTimestamp`` per cached
+    entry, never untracked): 0.3-0.7 s for 400-480K objects in bench P5 at 1M keys, 6-8 % of a
+    thread's time at one every 10 s. P5's steady phase there (3 alternating pairs) ran at a median
+    of 47.1K records/s with one every 10 s, 56.9K with one every 60 s (the default since
+    bench/README.md round 27).
     """
 
-    def __init__(self, intervalS: float = 10.0, maxPending: int = 1_000_000) -> None:
+    def __init__(self, intervalS: float = 60.0, maxPending: int = 1_000_000) -> None:
         self.intervalS, self.maxPending = intervalS, maxPending
         self.collections = 0
         self._wasEnabled = False
