@@ -399,6 +399,48 @@ def test_duplicates_changelog_records_are_kafkas_one_per_put(tmp_path):
     state.close()
 
 
+def test_a_timestamped_duplicates_store_keeps_value_and_timestamp_and_logs_kafkas_records(tmp_path):
+    """``Stores.timestampedWindowStoreBuilder`` over a window store with ``retainDuplicates``: its
+    values are ``ValueAndTimestamp`` in both forms, also read back from the database and after a
+    restore, and its changelog records are ``ChangeLoggingTimestampedWindowBytesStore``'s (the
+    value without its timestamp, which is the record's; the key's seqnum counts the puts). Before,
+    the builder left the store plain: the persistent one wrote the JSON list ``[value, timestamp]``
+    and read it back as a list."""
+    def stamped(persistent=True):
+        supplier = (Stores.persistentTimestampedWindowStore if persistent else Stores.inMemoryWindowStore)(
+            "j", 1_000, 100, True)
+        return Stores.timestampedWindowStoreBuilder(supplier, Serdes.String(), Serdes.Long()).build()
+
+    memory, store = stamped(persistent=False), stamped()
+    assert type(store) is not PersistentDuplicatesWindowStore  # made persistent by the host (taskState)
+    state = taskState(tmp_path / "db", [store])
+    assert type(store) is PersistentDuplicatesWindowStore
+    state.open(CKPT, None)
+    state.restored(CKPT, None)
+    for s in (memory, store):
+        s.put("k", ValueAndTimestamp(1, 100_010), 100_000)
+        s.put("k", ValueAndTimestamp(2, 100_020), 100_000)
+    records = state.flush("v1", 0, 100_000, CKPT)
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == [
+        (b"k" + struct.pack(">qi", 100_000, 1), struct.pack(">q", 1), 100_010),
+        (b"k" + struct.pack(">qi", 100_000, 2), struct.pack(">q", 2), 100_020)]
+    state.close()
+    expected = [(100_000, ValueAndTimestamp(1, 100_010)), (100_000, ValueAndTimestamp(2, 100_020))]
+    assert [(kv.key, kv.value) for kv in memory.fetch("k", 0, BIG)] == expected
+    state.open(CKPT, "v1")
+    assert [(kv.key, kv.value) for kv in store.fetch("k", 0, BIG)] == expected
+    state.close()
+
+    restored = stamped()
+    state = taskState(tmp_path / "other", [restored])
+    assert state.open("ckpt-2", None) is False
+    restoreStores(state, _changelogTopic(tmp_path, "app-j-changelog", records, f"{CKPT}:0"), 0, "ckpt-2", 1,
+                  localTopics=False, taskId="0_0")
+    state.restored("ckpt-2", None)
+    assert [(kv.key, kv.value) for kv in restored.fetch("k", 0, BIG)] == expected
+    state.close()
+
+
 def test_a_duplicates_store_restored_from_its_changelog_drops_the_expired_values(tmp_path):
     store = windowStore("j", retention=1_000, valueSerde=Serdes.Long(), duplicates=True, persistent=False)
     state = taskState(tmp_path / "db", [store])

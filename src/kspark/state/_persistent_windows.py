@@ -452,12 +452,16 @@ class PersistentDuplicatesWindowStore(DuplicatesWindowStore):
                 changes.ranges.append((prefix + lo, prefix + hi))
             self._expiredBelow = bound
         for kb, timestamp, seq, stored, kept in self._log:
-            raw = None if stored is None else _encode(self, stored)[0]
+            raw, valueTimestamp = (None, None) if stored is None else _encode(self, stored)
             if kept and timestamp >= bound:
                 writes.append((prefix + self._dataKey(kb, timestamp, seq), raw))
                 writes.append((prefix + self._indexKey(kb, timestamp, seq), b""))
-            if logged:
-                records.append(windowRecord(kb, timestamp, seq & _SEQNUM_MASK, raw, timestamp))
+            if logged:  # Kafka's ChangeLogging(Timestamped)WindowBytesStore, as for PersistentWindowStore
+                if self.timestamped:
+                    records.append(timestampedWindowRecord(kb, timestamp, seq & _SEQNUM_MASK,
+                                                           None if raw is None else raw[8:], valueTimestamp, timestamp))
+                else:
+                    records.append(windowRecord(kb, timestamp, seq & _SEQNUM_MASK, raw, timestamp))
         self._log = []
         self._byKey.dirty = set()
 
@@ -468,8 +472,9 @@ class PersistentDuplicatesWindowStore(DuplicatesWindowStore):
 
     def _restoreWrites(self, prefix: bytes, records: list[ChangelogRecord], db) -> list:
         writes = []
-        for key, value, _, _ in records:
-            kb, timestamp, seqnum = decodeWindowKey(key)
+        for record in records:
+            kb, timestamp, seqnum = decodeWindowKey(record.key)
+            value = restoreValueAndTimestamp(record) if self.timestamped else record.value
             writes.append((prefix + self._dataKey(kb, timestamp, seqnum), value))
             writes.append((prefix + self._indexKey(kb, timestamp, seqnum), None if value is None else b""))
         return writes

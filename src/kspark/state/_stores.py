@@ -879,9 +879,11 @@ class StoreBuilder:
             if s.retainDuplicates:
                 from ._join_stores import DuplicatesWindowStore
 
-                return DuplicatesWindowStore(s.name, self._keySerde or defaultKeySerde,
-                                             self._valueSerde or defaultValueSerde, s.persistent, s.retentionPeriod,
-                                             s.windowSize)
+                store = DuplicatesWindowStore(s.name, self._keySerde or defaultKeySerde,
+                                              self._valueSerde or defaultValueSerde, s.persistent, s.retentionPeriod,
+                                              s.windowSize)
+                store.timestamped = self._timestampedWindows
+                return store
             store = WindowStore(s.name, self._keySerde or defaultKeySerde, self._valueSerde or defaultValueSerde,
                                 s.persistent, s.retentionPeriod, s.windowSize)
             store.timestamped = self._timestampedWindows
@@ -922,6 +924,19 @@ class Stores:
 
     @staticmethod
     def persistentWindowStore(name: str, retentionPeriod, windowSize, retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
+        return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=True)
+
+    @staticmethod
+    def persistentTimestampedWindowStore(name: str, retentionPeriod, windowSize,
+                                         retainDuplicates: bool = False) -> WindowBytesStoreSupplier:
+        """Kafka ``Stores#persistentTimestampedWindowStore``: the supplier of a persistent window store
+        for ``Stores.timestampedWindowStoreBuilder`` (values ``ValueAndTimestamp``). Here the
+        builder decides how values are kept, so it is ``persistentWindowStore``'s supplier.
+
+        Raises
+        ------
+        ValueError
+            For a negative retention or window size, or a window size above the retention."""
         return _windowSupplier(name, retentionPeriod, windowSize, retainDuplicates, persistent=True)
 
     @staticmethod
