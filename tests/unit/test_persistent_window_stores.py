@@ -173,6 +173,28 @@ def test_a_persistent_window_store_reads_what_the_in_memory_one_reads(tmp_path, 
     state.close()
 
 
+def test_windows_a_flush_applied_at_once_evicted_are_read_back_from_the_database(tmp_path):
+    # The continuous host's stream threads apply each commit at once and keep their stores open
+    # (test_persistent_stores.py has the key-value and session stores): windows and duplicates
+    # evicted from a working set of one entry are read back from the database.
+    windows, dups = windowStore("w"), windowStore("j", duplicates=True)
+    state = taskState(tmp_path / "db", [windows, dups], entries=1)
+    state.open(CKPT, None)
+    state.restored(CKPT, None)
+    for i in range(3):
+        windows.put(f"k{i}", i, 100 * i)
+        dups.put(f"k{i}", i, 100 * i)
+        dups.put(f"k{i}", i + 10, 100 * i)
+    state.flush("", 0, 300, CKPT, applyNow=True)
+    windows.put("k0", 7, 0)
+    state.flush("", 1, 300, CKPT, applyNow=True)
+    assert [[(kv.key, kv.value) for kv in windows.fetch(f"k{i}", 0, 1_000)] for i in range(3)] == [
+        [(0, 7)], [(100, 1)], [(200, 2)]]
+    assert [[(kv.key, kv.value) for kv in dups.fetch(f"k{i}", 0, 1_000)] for i in range(3)] == [
+        [(0, 0), (0, 10)], [(100, 1), (100, 11)], [(200, 2), (200, 12)]]
+    state.close()
+
+
 def test_window_changelog_records_are_kafkas(tmp_path):
     plain = windowStore("plain", valueSerde=Serdes.Long())
     stamped = windowStore("stamped", timestamped=True, valueSerde=Serdes.Long())
