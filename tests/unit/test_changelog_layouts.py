@@ -585,3 +585,29 @@ def test_every_kafka_record_decodes_and_encodes_back(kafka, scenario):
         assert got, store
         for r in got:
             assert reencode(kind, r) == r, (store, r)
+
+
+def test_a_timestamped_duplicates_window_store_logs_what_kafkas_logs(kafka, tmp_path):
+    """kspark's persistent store built by ``Stores.timestampedWindowStoreBuilder`` over
+    ``Stores.persistentTimestampedWindowStore(..., retainDuplicates=True)`` (rule E-4), given the
+    puts ChangelogLayouts.java's processor makes into ``papi-tdup``, writes Kafka's records byte for
+    byte (applied at once, as the stream threads flush: no kspark batch tag), and reads the values
+    back as ``ValueAndTimestamp``."""
+    from kspark import Serdes
+    from kspark.state import Stores, ValueAndTimestamp
+    from kspark.state._persistent import PersistentTaskState, makePersistent
+
+    store = Stores.timestampedWindowStoreBuilder(
+        Stores.persistentTimestampedWindowStore("papi-tdup", timedelta(milliseconds=100), timedelta(milliseconds=10),
+                                                True), Serdes.String(), Serdes.String()).build()
+    assert makePersistent(store)
+    state = PersistentTaskState({"papi-tdup": store}, {"papi-tdup": cl.changelogTopic(APP, "papi-tdup")},
+                                str(tmp_path / "0_0"), 8 << 20, 1000)
+    state.open("ckpt", None)
+    state.restored("ckpt", None)
+    store.put("a", ValueAndTimestamp("v1", 11), 10)
+    store.put("b", ValueAndTimestamp("v2", 21), 20)
+    got = [cl.ChangelogRecord(k, v, ts, h) for _, k, v, ts, h in state.flush("", 0, 30, "ckpt", applyNow=True)]
+    assert got == records(kafka, "papi", "papi-tdup")
+    assert [(kv.key, kv.value) for kv in store.fetch("a", 0, 100)] == [(10, ValueAndTimestamp("v1", 11))]
+    state.close()

@@ -196,7 +196,8 @@ def test_entries_a_flush_applied_at_once_evicted_are_read_back_from_the_database
     # the same stores open: once its working set evicted an entry, the next read must find it in
     # the database. Before this was fixed a store that started empty kept the fast path, and a
     # count over more keys than kspark.store.cache.max.entries restarted evicted keys at 1
-    # (bench P5 over 10M keys in continuous mode, bench/README.md round 27).
+    # (bench P5 over 10M keys in continuous mode, bench/README.md round 27). Rule E-2: get returns
+    # the value put, null only when absent.
     kv, sessions = kvStore(), sessionStore(retention=120_000)
     state = taskState(tmp_path, [kv, sessions], entries=1)
     state.open(CKPT, None)

@@ -176,7 +176,8 @@ def test_a_persistent_window_store_reads_what_the_in_memory_one_reads(tmp_path, 
 def test_windows_a_flush_applied_at_once_evicted_are_read_back_from_the_database(tmp_path):
     # The continuous host's stream threads apply each commit at once and keep their stores open
     # (test_persistent_stores.py has the key-value and session stores): windows and duplicates
-    # evicted from a working set of one entry are read back from the database.
+    # evicted from a working set of one entry are read back from the database (a fetch returns
+    # what was put, rule E-2's contract for windows).
     windows, dups = windowStore("w"), windowStore("j", duplicates=True)
     state = taskState(tmp_path / "db", [windows, dups], entries=1)
     state.open(CKPT, None)
@@ -422,7 +423,8 @@ def test_duplicates_changelog_records_are_kafkas_one_per_put(tmp_path):
 
 
 def test_a_timestamped_duplicates_store_keeps_value_and_timestamp_and_logs_kafkas_records(tmp_path):
-    """``Stores.timestampedWindowStoreBuilder`` over a window store with ``retainDuplicates``: its
+    """``Stores.timestampedWindowStoreBuilder`` over a window store with ``retainDuplicates`` (rule
+    E-4; test_changelog_layouts.py compares its records with Kafka's own store): its
     values are ``ValueAndTimestamp`` in both forms, also read back from the database and after a
     restore, and its changelog records are ``ChangeLoggingTimestampedWindowBytesStore``'s (the
     value without its timestamp, which is the record's; the key's seqnum counts the puts). Before,
