@@ -11,6 +11,7 @@ import pytest
 
 from kspark import (Consumed, Grouped, KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
                     StreamsException)
+from kspark.runtime.metrics import MetricName
 from kspark.runtime.partitioner import partitionForKey
 from kspark.spark._stream_threads import killStreamThread, refusal, threadOfTasks
 from kspark.testing import TopologyTestDriver
@@ -285,3 +286,104 @@ def test_flagship_backlog_with_task_idling_gives_the_timestamp_ordered_signals(s
     got = vs.readSignals(topics)
     assert len(expected) == 373
     assert got == expected
+
+
+def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, kafkaBroker, tmp_path):
+    """Issue 34 section 2 in continuous mode: while the stream threads run, the Prometheus endpoint
+    (``kspark.metrics.prometheus.port``, parsed by prometheus_client) serves Kafka Streams' thread,
+    task and node metrics with live rates, the commits' count, rate and latency, record-e2e-latency
+    of the source and terminal nodes, each input partition's ``records-lag`` and, at
+    ``metrics.recording.level`` DEBUG, the store's put rate (rule MT-1). A sub-topology is a
+    thread-id, as on the micro-batch host: thread 1 reads the source, thread 2 the repartition
+    topic (rules RP-1, RP-2) and counts."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    src, out, appId = "continuous-metrics-in", "continuous-metrics-out", "continuous-metrics"
+    topics.createTopic(src, 2)
+    topics.createTopic(out, 2)
+    b = StreamsBuilder()
+    (b.stream(src, Consumed.with_(Serdes.String(), Serdes.String()).withName("src"))
+     .selectKey(lambda k, v: v)
+     .groupByKey(Grouped.with_(Serdes.String(), Serdes.String()))
+     .count(Materialized.as_("recount").withKeySerde(Serdes.String()))
+     .toStream()
+     .to(out, Produced.with_(Serdes.String(), Serdes.Long()).withName("sink")))
+    timestamp = int(time.time() * 1000) - 5_000  # every record 5 s old when it is produced
+    n = 300
+    records = [(f"r{i}".encode(), f"v{i % KEYS}".encode(), timestamp) for i in range(n)]
+    perPartition = {p: sum(1 for k, _, _ in records if partitionForKey(k, 2) == p) for p in (0, 1)}
+    streams = KafkaStreams(b.build(), {
+        "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
+        "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+        StreamsConfig.TRIGGER_CONFIG: "continuous", "kspark.metrics.prometheus.port": 0,
+        "metrics.recording.level": "DEBUG"}, spark=spark)
+    thread1, thread2 = f"{appId}-StreamThread-1", f"{appId}-StreamThread-2"
+    repartition = f"{appId}-recount-repartition"
+    streams.start()
+    scraped: dict = {}
+
+    def scrape() -> dict:
+        import urllib.request
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{streams.prometheusPort()}/metrics", timeout=10).read().decode()
+        scraped.clear()
+        scraped.update({(s.name, tuple(sorted(s.labels.items()))): s.value
+                        for family in text_string_to_metric_families(text) for s in family.samples})
+        return scraped
+
+    def value(name: str, **labels) -> float:
+        return scraped[(name, tuple(sorted(labels.items())))]
+
+    try:
+        started = time.time() * 1000
+        topics.produce(src, records, partitioner=partitionForKey)
+        waitFor(lambda: topics.partitionsFor(repartition) and caughtUp(topics, appId, [src, repartition]),
+                "the inputs' ends committed", streams)
+        waitFor(lambda: scrape().get(("kafka_streams_stream_thread_metrics_process_total",
+                                      (("thread_id", thread2),))) == n
+                and all(value("kafka_consumer_consumer_fetch_manager_metrics_records_lag", client_id=f"{t}-consumer",
+                              topic=topic, partition=str(p)) == 0
+                        for t, topic in ((thread1, src), (thread2, repartition)) for p in (0, 1)
+                        if ("kafka_consumer_consumer_fetch_manager_metrics_records_lag",
+                            tuple(sorted({"client_id": f"{t}-consumer", "topic": topic, "partition": str(p)}.items())))
+                        in scraped),
+                "every record's metrics in a scrape while the threads run", streams)
+        ended = time.time() * 1000
+        assert streams.state() == KafkaStreams.RUNNING
+        for thread in (thread1, thread2):
+            assert value("kafka_streams_stream_thread_metrics_process_total", thread_id=thread) == n
+            # live: per second over the live windows (2 of 30 s: at least 30 s of elapsed time)
+            assert 0 < value("kafka_streams_stream_thread_metrics_process_rate", thread_id=thread) <= n / 30
+            commits = value("kafka_streams_stream_thread_metrics_commit_total", thread_id=thread)
+            assert commits >= 1
+            assert 0 < value("kafka_streams_stream_thread_metrics_commit_rate", thread_id=thread) <= commits / 30
+            assert 0 < value("kafka_streams_stream_thread_metrics_commit_latency_avg", thread_id=thread) \
+                <= value("kafka_streams_stream_thread_metrics_commit_latency_max", thread_id=thread)
+            assert 0 < value("kafka_streams_stream_thread_metrics_process_latency_avg", thread_id=thread) \
+                <= value("kafka_streams_stream_thread_metrics_process_latency_max", thread_id=thread)
+        for p, count in perPartition.items():
+            source = {"thread_id": thread1, "task_id": f"0_{p}"}
+            assert value("kafka_streams_stream_task_metrics_process_total", **source) == count
+            assert value("kafka_streams_stream_processor_node_metrics_process_total", processor_node_id="src",
+                         **source) == count
+            assert 0 < value("kafka_streams_stream_task_metrics_process_latency_avg", **source)
+            lo, avg, hi = (value(f"kafka_streams_stream_processor_node_metrics_record_e2e_latency_{s}",
+                                 processor_node_id="src", **source) for s in ("min", "avg", "max"))
+            assert started - timestamp <= lo <= avg <= hi <= ended - timestamp
+            # every input partition caught up, read by each sub-topology's thread's consumer
+            assert value("kafka_consumer_consumer_fetch_manager_metrics_records_lag", client_id=f"{thread1}-consumer",
+                         topic=src, partition=str(p)) == 0
+            assert value("kafka_consumer_consumer_fetch_manager_metrics_records_lag", client_id=f"{thread2}-consumer",
+                         topic=repartition, partition=str(p)) == 0
+        counted = {"thread_id": thread2, "task_id": "1_0"}, {"thread_id": thread2, "task_id": "1_1"}
+        assert sum(value("kafka_streams_stream_task_metrics_process_total", **t) for t in counted) == n
+        for task in counted:  # the terminal sink's latency; the count's store, a put per record
+            lo, hi = (value(f"kafka_streams_stream_processor_node_metrics_record_e2e_latency_{s}",
+                            processor_node_id="sink", **task) for s in ("min", "max"))
+            assert started - timestamp <= lo <= hi <= ended - timestamp
+            assert 0 < value("kafka_streams_stream_state_metrics_put_rate", rocksdb_state_id="recount", **task) <= n / 30
+    finally:
+        streams.close()
+    # after close: the totals kept in state.dir
+    assert streams.metrics()[MetricName("process-total", "stream-thread-metrics", (("thread-id", thread1),))] == n

@@ -8,7 +8,7 @@ import math
 from datetime import timedelta
 
 from kspark import (Consumed, ContextualProcessor, PunctuationType, Serdes, Stores, StreamsBuilder, TimeWindows)
-from kspark.runtime.metrics import MetricName, SampledMetrics, mergeEncoded, percentileMs
+from kspark.runtime.metrics import MetricName, SampledMetrics, addSample, mergeEncoded, percentileMs
 from kspark.spark._metrics import HostMetrics, PrometheusExporter, prometheusName
 from kspark.testing import TopologyTestDriver
 
@@ -130,8 +130,9 @@ def test_host_metrics_of_a_batch_name_threads_tasks_and_lags_as_kafka_does():
            "record-e2e-latency-sum|stream-processor-node-metrics|task-id=1_0|processor-node-id=src": 600,
            "record-e2e-latency-min|stream-processor-node-metrics|task-id=1_0|processor-node-id=src": 50,
            "record-e2e-latency-max|stream-processor-node-metrics|task-id=1_0|processor-node-id=src": 150,
-           "process-latency|stream-task-metrics|task-id=1_0": 20_000, "commit-latency|stream-task-metrics|task-id=1_0": 3e6,
            h.commitCounter(1): 1}
+    addSample(row, "process-latency", "1_0", 20_000)
+    addSample(row, "commit-latency", "1_0", 3e6)
     h.addBatch(1, "q", 0, row)
     h.addBatch(1, "q", 0, row)  # the same batch reported twice: once
     totals = {MetricName.decode(k): v for k, v in row.items() if k.split("|")[0].endswith("-total")}
@@ -152,6 +153,29 @@ def test_host_metrics_of_a_batch_name_threads_tasks_and_lags_as_kafka_does():
         == [100, 50, 150]
     assert m[MetricName("records-lag", "consumer-fetch-manager-metrics",
                         (("client-id", "app-StreamThread-2-consumer"), ("topic", "in"), ("partition", "0")))] == 7
+
+
+def test_a_stream_thread_s_commits_merged_into_one_row_keep_their_timings_average_and_max():
+    """A continuous run's stream thread sends the rows of its commits of the last second merged
+    (``mergeEncoded``): the timings' samples (``addSample``) still give Kafka's per-commit
+    ``commit-latency-avg``/``-max`` (ms) and the task's ``process-latency-avg``/``-max`` (ns)."""
+    h = HostMetrics("app", 30_000, 2, clock=lambda: 100.0)
+    merged: dict[str, float] = {}
+    for commitNs, perRecordNs in ((2e6, 10_000), (6e6, 30_000), (1e6, 20_000)):
+        row = {"process-total|stream-task-metrics|task-id=0_1": 5}
+        addSample(row, "commit-latency", "0_1", commitNs)
+        addSample(row, "process-latency", "0_1", perRecordNs)
+        mergeEncoded(merged, row)
+    h.addBatch(0, "thread-0", 1, merged)
+    m = h.present({}, {})
+    thread = (("thread-id", "app-StreamThread-1"),)
+    assert m[MetricName("commit-latency-avg", "stream-thread-metrics", thread)] == 3.0
+    assert m[MetricName("commit-latency-max", "stream-thread-metrics", thread)] == 6.0
+    task = thread + (("task-id", "0_1"),)
+    assert m[MetricName("process-latency-avg", "stream-task-metrics", task)] == 20_000
+    assert m[MetricName("process-latency-max", "stream-task-metrics", task)] == 30_000
+    assert m[MetricName("process-rate", "stream-thread-metrics", thread)] == 15 / 30
+    assert MetricName("commit-latency-avg", "stream-task-metrics", task) not in m  # Kafka's tasks have none
 
 
 def test_prometheus_names_follow_the_jmx_exporter_convention_and_the_endpoint_serves_them():

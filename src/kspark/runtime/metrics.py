@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 from typing import NamedTuple
 
-__all__ = ["MetricName", "Metrics", "SampledMetrics"]
+__all__ = ["MetricName", "Metrics", "SampledMetrics", "addSample"]
 
 STORE_CALL_SUFFIXES = ("-calls", "-latency-sum", "-latency-max")
 """The figures of a store operation in a task's metrics row (:meth:`Metrics.encoded`)."""
@@ -32,7 +32,7 @@ E2E_HISTOGRAM_GROUP = "kspark-record-e2e-latency"
 :func:`latencyBucket`, summed over tasks."""
 
 E2E = "record-e2e-latency"
-# a Spark task's timings of one batch (ns, one value per task and batch in its metrics row)
+# a task's timings (ns) in its metrics row, as <sample>-sum, -count and -max (addSample)
 SAMPLE_NAMES = ("process-latency", "commit-latency", "punctuate-latency")
 # Kafka's per-thread and per-task names that carry a thread-id tag
 _THREADED_GROUPS = (TASK_GROUP, NODE_GROUP, STATE_GROUP, DROP_REASON_GROUP)
@@ -235,6 +235,18 @@ def mergeEncoded(total: dict[str, float], row: dict[str, float]) -> None:
             total[name] = max(current, value)
         else:
             total[name] = current + value
+
+
+def addSample(row: dict[str, float], sample: str, taskId: str, value: float) -> None:
+    """Add one ``value`` (ns) of task ``taskId``'s timing ``sample`` (one of :data:`SAMPLE_NAMES`)
+    to a metrics row as ``<sample>-sum``, ``-count`` and ``-max`` (group ``stream-task-metrics``):
+    rows merged by :func:`mergeEncoded` (a stream thread's commits over a second) keep what
+    the average and the maximum need."""
+    tags = f"|{TASK_GROUP}|task-id={taskId}"
+    total, count, hi = f"{sample}-sum{tags}", f"{sample}-count{tags}", f"{sample}-max{tags}"
+    row[total] = row.get(total, 0) + value
+    row[count] = row.get(count, 0) + 1
+    row[hi] = max(row.get(hi, value), value)
 
 
 class _Window:

@@ -135,6 +135,7 @@ class KafkaStreams:
         self._plans: list[dict] = []
         self._streamThreads = None  # kspark.trigger continuous: the run's StreamThreads
         self._streamThreadsStopped = False
+        self._streamThreadLags: dict[int, dict[tuple[str, int], int]] = {}  # records-lag when they stopped
         from ._metrics import HostMetrics
 
         self._hostMetrics = HostMetrics(self._config.get("client.id") or self._appId,
@@ -322,7 +323,7 @@ class KafkaStreams:
         interval = (self._config.get(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG)
                     if StreamsConfig.COMMIT_INTERVAL_MS_CONFIG in self._config.originals()
                     else EXACTLY_ONCE_COMMIT_INTERVAL_MS)
-        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial)
+        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial, self._hostMetrics)
         self._streamThreads.start()
 
     def _stopStreamThreads(self) -> None:
@@ -331,14 +332,11 @@ class KafkaStreams:
 
         threads = self._streamThreads
         threads.stop()
-        counters = threads.counters()
+        counters, self._streamThreadLags = threads.pollMetrics()
         threads.cleanup()
         self._streamThreadsStopped = True
         # the run's counters, kept in state.dir as a micro-batch's are (its first sub-topology's file)
-        sub = self._plans[0]["subtopology"].id
-        counters[self._hostMetrics.commitCounter(sub)] = sum(s["commits"] for s in threads.summaries)
-        self._stateDir().addBatchCounters(sub, threads.runId, 0, persisted(counters))
-        self._hostMetrics.addBatch(sub, threads.runId, 0, counters)
+        self._stateDir().addBatchCounters(self._plans[0]["subtopology"].id, threads.runId, 0, persisted(counters))
         if threads.error is not None and self._error is None:
             self._error, self._state = queryFailure(threads.error), self.ERROR
 
@@ -410,12 +408,13 @@ class KafkaStreams:
         totals: defaultdict[MetricName, float] = defaultdict(float)
         for name, value in self._stateDir().counters().items():
             totals[MetricName.decode(name)] += value
+        lags = self._streamThreadLags
         if self._streamThreads is not None and not self._streamThreadsStopped:  # continuous: the threads' so far
             from ._metrics import persisted
 
-            for name, value in persisted(self._streamThreads.counters()).items():
+            counters, lags = self._streamThreads.pollMetrics()
+            for name, value in persisted(counters).items():
                 totals[MetricName.decode(name)] += value
-        lags = {}
         if self._progress is not None:
             with self._progress._lock:
                 lags = {s.subtopology: dict(s.lags) for s in self._progress.queries.values()}

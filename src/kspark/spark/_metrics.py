@@ -94,7 +94,7 @@ class HostMetrics:
         threadTags = (("thread-id", thread),)
         record = self._sampled.record
         summaries: dict[tuple, dict[str, float]] = defaultdict(dict)
-        samples: dict[str, dict[tuple, float]] = defaultdict(dict)
+        samples: dict[str, dict[tuple, dict[str, float]]] = defaultdict(dict)
         threadTotals: dict[str, float] = defaultdict(float)
         storeCalls: dict[tuple, dict[str, float]] = defaultdict(dict)
         with self._lock:
@@ -108,8 +108,9 @@ class HostMetrics:
                         threadTotals[name.name] += value
                 elif name.group == NODE_GROUP and name.name.startswith(E2E + "-"):
                     summaries[name.tags][name.name[len(E2E) + 1:]] = value
-                elif name.name in SAMPLE_NAMES:
-                    samples[name.name][name.tags] = value
+                elif name.name.rpartition("-")[0] in SAMPLE_NAMES:  # addSample's -sum, -count, -max
+                    sample, _, stat = name.name.rpartition("-")
+                    samples[sample].setdefault(name.tags, {})[stat] = value
                 elif name.group == STATE_GROUP:  # <op>-calls, <op>-latency-sum, <op>-latency-max
                     for suffix in STORE_CALL_SUFFIXES:
                         if name.name.endswith(suffix):
@@ -129,11 +130,14 @@ class HostMetrics:
                 if value:
                     record(MetricName(total[: -len("-total")] + "-rate", THREAD_GROUP, threadTags), "rate", now, value)
             for sample, byTask in samples.items():
-                for tags, ns in byTask.items():
-                    # the task's figure in ns (Kafka's task-level sensors), the thread's in ms
+                for tags, s in byTask.items():
+                    n, ns, hi = int(s.get("count", 0)), s.get("sum", 0.0), s.get("max", 0.0)
+                    if not n:
+                        continue
+                    # the task's figures in ns (Kafka's task-level sensors), the thread's in ms
                     if sample != "commit-latency":  # Kafka's tasks have commit-rate/-total only
-                        record(withThreadId(MetricName(sample, TASK_GROUP, tags), thread), "stat", now, ns)
-                    record(MetricName(sample, THREAD_GROUP, threadTags), "stat", now, ns / 1e6)
+                        record(withThreadId(MetricName(sample, TASK_GROUP, tags), thread), "stat", now, ns, n, hi, hi)
+                    record(MetricName(sample, THREAD_GROUP, threadTags), "stat", now, ns / 1e6, n, hi / 1e6, hi / 1e6)
 
     def present(self, totals: dict[MetricName, float], lags: dict[int, dict[tuple[str, int], int]]) -> dict[MetricName, float]:
         """Kafka's metrics: ``totals`` (``state.dir``'s counters, by name without ``thread-id``)

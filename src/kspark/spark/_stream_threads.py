@@ -53,10 +53,18 @@ tasks never wait for a global topic (the micro-batch host's tasks do: they read 
 topics by batch).
 
 Not in this mode (refused at start, naming the reason): local topics; ``at_least_once``; a logged
-store without a persistent form (its contents would be lost at a restart). Metrics: each
-thread's counters (Kafka's ``-total`` counters and e2e latency summaries) reach ``KafkaStreams.metrics()`` through a file the thread rewrites at most once a
-second in the driver's control directory (threads on this machine), and with its summary when
-the run stops; the live progress view has no micro-batches to show.
+store without a persistent form (its contents would be lost at a restart).
+
+Metrics (``KafkaStreams.metrics()`` and its Prometheus endpoint, as on the micro-batch host): at
+each commit every task's metrics row (counters, e2e latency summaries, store calls, its
+``process-latency`` and ``punctuate-latency`` over the commit interval and the commit's
+``commit-latency``) is merged into the thread's totals and into the current second's row. At
+most once a second the thread rewrites a file in the driver's control directory with its totals,
+its last :data:`_INTERVALS_KEPT` seconds' rows and its partitions' ``records-lag`` (librdkafka's
+statistics). The driver reads the files every second (:meth:`StreamThreads.pollMetrics`) and
+feeds each second's row once to its windowed rates and latencies. A thread on another machine
+writes no file here: its counters reach the driver with its summary when the run stops, without
+rates or lags. The live progress view has no micro-batches to show.
 """
 
 from __future__ import annotations
@@ -81,6 +89,8 @@ CONTINUOUS = "continuous"
 EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
 """Kafka Streams' ``commit.interval.ms`` default under exactly-once (``StreamsConfig``)."""
 _STOP_GRACE_S = 30.0
+_INTERVALS_KEPT = 60
+"""The seconds of metrics rows a stream thread's metrics file keeps for the driver's poll."""
 
 
 def threadOfTasks(plans: list[dict], threads: int) -> dict[tuple[int, int], int]:
@@ -172,10 +182,13 @@ class StreamThreads:
         ``"<topic>/<partition>"`` -> where a partition without a committed offset starts (the
         reset policy's position, resolved once on the driver, so a restarted thread starts there
         too).
+    hostMetrics : HostMetrics
+        The run's windowed metrics, fed by :meth:`pollMetrics` (every second while the threads
+        run, and at each call).
     """
 
     def __init__(self, spark, plans: list[dict], threads: int, commitIntervalMs: int,
-                 initialOffsets: dict[str, int]) -> None:
+                 initialOffsets: dict[str, int], hostMetrics) -> None:
         self.spark, self.plans, self.threads = spark, plans, threads
         self.commitIntervalMs = commitIntervalMs
         self.initialOffsets = initialOffsets
@@ -183,6 +196,9 @@ class StreamThreads:
         self.control = tempfile.mkdtemp(prefix="kspark-stream-threads-")
         self.summaries: list[dict] = []
         self.error: BaseException | None = None
+        self.hostMetrics = hostMetrics
+        self._reports: dict[str, dict] = {}  # metrics file -> its last content read
+        self._pollLock = threading.Lock()
         self._group = f"kspark-stream-threads-{plans[0]['applicationId']}-{uuid.uuid4().hex[:8]}"
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -203,6 +219,16 @@ class StreamThreads:
 
         self._thread = threading.Thread(target=job, name="kspark-stream-threads", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._pollEverySecond, name="kspark-stream-threads-metrics", daemon=True).start()
+
+    def _pollEverySecond(self) -> None:
+        """Feed the threads' metrics to ``hostMetrics`` while they run (rates between scrapes)."""
+        while self.alive():
+            self._thread.join(1.0)
+            try:
+                self.pollMetrics()
+            except Exception:  # noqa: BLE001 - metrics must not end the run; the next poll retries
+                log.debug("the stream threads' metrics could not be read", exc_info=True)
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -227,27 +253,43 @@ class StreamThreads:
             self.spark.sparkContext.cancelJobGroup(self._group)
             self.join(60)
 
-    def counters(self) -> dict[str, float]:
-        """The threads' counters so far (``Metrics.encoded()`` names, merged): from the files each
-        attempt of each thread writes in the control directory (at most once a second, and when
-        it stops), else, for threads on other machines, their summaries once stopped."""
+    def pollMetrics(self) -> tuple[dict[str, float], dict[int, dict[tuple[str, int], int]]]:
+        """Read the metrics files each attempt of each thread writes in the control directory (at
+        most once a second, and when it stops): feed every interval not fed yet to
+        ``hostMetrics`` (its windowed rates and latencies, by sub-topology: a sub-topology's
+        thread-id, as on the micro-batch host), and return the counters so far (every row of
+        every commit merged, with each sub-topology's ``commit-total``) and the input
+        partitions' ``records-lag`` by sub-topology. Threads on other machines write no file
+        here: their counters come with their summaries once stopped, without rates or lags."""
         import json
 
         from ..runtime.metrics import mergeEncoded
 
-        total: dict[str, float] = {}
-        names = [n for n in os.listdir(self.control) if n.startswith("metrics-") and n.endswith(".json")] \
-            if os.path.isdir(self.control) else []
-        for name in names:
-            try:
-                with open(os.path.join(self.control, name)) as f:
-                    mergeEncoded(total, json.load(f))
-            except (OSError, ValueError):  # replaced right now: read at the next call
-                continue
-        if not names:
-            for summary in self.summaries:
-                mergeEncoded(total, summary["counters"])
-        return total
+        with self._pollLock:
+            names = sorted(n for n in os.listdir(self.control) if n.startswith("metrics-") and n.endswith(".json")) \
+                if os.path.isdir(self.control) else []
+            for name in names:
+                try:
+                    with open(os.path.join(self.control, name)) as f:
+                        self._reports[name] = json.load(f)
+                except (OSError, ValueError):  # replaced right now: the last one read stands
+                    continue
+            reports = list(self._reports.items()) or [
+                (f"summary-{i}", {**summary, "intervals": [], "lags": []}) for i, summary in enumerate(self.summaries)]
+            total: dict[str, float] = {}
+            lags: dict[int, dict[tuple[str, int], int]] = {}
+            for name, report in reports:
+                mergeEncoded(total, report["counters"])
+                for sub in report["subtopologies"]:
+                    key = self.hostMetrics.commitCounter(sub)
+                    total[key] = total.get(key, 0) + report["commits"]
+                for seq, commits, rows in report["intervals"]:
+                    for sub, row in rows.items():
+                        self.hostMetrics.addBatch(int(sub), f"{self.runId}/{name}", seq,
+                                                  {**row, self.hostMetrics.commitCounter(int(sub)): commits})
+                for sub, topic, partition, lag in report["lags"]:
+                    lags.setdefault(sub, {})[(topic, partition)] = lag
+            return total, lags
 
     def cleanup(self) -> None:
         shutil.rmtree(self.control, ignore_errors=True)
@@ -288,7 +330,8 @@ class _StreamThread:
 
         self.index, self.plans, self.spec, self.attempt = index, plans, spec, attempt
         self.started, self.cpuStarted = time.time(), time.process_time()
-        self._countersWritten, self._countersDirty = 0.0, True
+        self._metricsWritten, self._metricsDirty = 0.0, True
+        self._stats: str | None = None  # librdkafka's last statistics (JSON) of the consumer: records-lag
         plan0 = plans[0]
         self.appId = plan0["applicationId"]
         self.commitS = spec["commitIntervalMs"] / 1000
@@ -302,7 +345,15 @@ class _StreamThread:
         self.restoredRecords = 0
         self.commits = 0
         self.processed = 0
-        self.counters: dict[str, float] = {}
+        self.counters: dict[str, float] = {}  # every commit's metrics rows merged (the -total counters)
+        # the rows of the commits since the last metrics file, merged per sub-topology, and the
+        # last intervals written (the driver feeds each once to its windowed rates and latencies)
+        self.pendingRows: dict[int, dict[str, float]] = {}
+        self.pendingCommits = 0
+        self.intervals: deque[list] = deque(maxlen=_INTERVALS_KEPT)  # [seq, commits, {sub-topology: row}]
+        self.lags: list[list] = []  # [sub-topology, topic, partition, records-lag]
+        self.busyNs: dict[str, int] = {}  # task id -> ns processing and punctuating since its last commit
+        self.punctuateNs: dict[str, int] = {}  # task id -> its punctuateNanos at its last commit
         self.commitMs: deque[float] = deque(maxlen=10_000)  # the last commits' durations (summary)
         self.root = os.path.join(plan0["storeDir"] or os.path.join(tempfile.gettempdir(), "kspark-stores", self.appId),
                                  "stream-threads")
@@ -313,7 +364,8 @@ class _StreamThread:
 
         self.consumer = Consumer({**self.topics.consumerConfig, "group.id": self.appId,
                                   "isolation.level": "read_committed", "enable.auto.commit": False,
-                                  "enable.partition.eof": False, "logger": _librdkafkaLog})
+                                  "enable.partition.eof": False, "logger": _librdkafkaLog,
+                                  "statistics.interval.ms": 1000, "stats_cb": self._onStats})
         self.errors: list = []
         # the producer first: its init_transactions aborts the open transaction of this thread's
         # previous attempt, whose offsets would hold the committed offsets' fetch until it ends
@@ -371,6 +423,7 @@ class _StreamThread:
             task.wallClockTime = now
             task.initialize()
             self.tasks[taskId], self.stores[taskId], self.partitionOf[taskId] = task, state, p
+            self.busyNs[taskId], self.punctuateNs[taskId] = 0, task.punctuateNanos
         self.checkpointId = checkpointId
         self.restoredAt = time.time()
         self.waiting: set[str] = set()  # tasks holding records not processed yet
@@ -480,26 +533,30 @@ class _StreamThread:
                 task = self.tasks[taskId]
                 if taskId in self.multiInput:
                     self._setLags(taskId)
+                started = time.perf_counter_ns()
                 task.processAll(now)
+                self.busyNs[taskId] += time.perf_counter_ns() - started
                 # Kafka's record-e2e-latency: a source's records at the poll's wall-clock time,
                 # a terminal node's once processed
                 task.metrics.recordLatencies(now, int(time.time() * 1000))
                 if not any(q.size() for q in task.queueOf.values()):
                     self.waiting.discard(taskId)
-            for task in self.tasks.values():
+            for taskId, task in self.tasks.items():
+                started = time.perf_counter_ns()
                 task.maybePunctuateSystemTime(now)
+                self.busyNs[taskId] += time.perf_counter_ns() - started
                 self._produce(task.drainProducedChunks())
             self.producer.poll(0)
             if time.monotonic() - lastCommit >= self.commitS:
                 offsets = self._offsetsToCommit()
                 if offsets or self.inTransaction:
                     self.commit(offsets)
-                else:  # idle: the last commit's counters, if not written yet
-                    self._writeCounters(force=False)
+                else:  # idle: the last commit's metrics, if not written yet, and the lags
+                    self._writeMetrics(force=False)
                 collector.maybeCollect()
                 lastCommit = time.monotonic()
         self.commit(self._offsetsToCommit())
-        self._writeCounters(force=True)
+        self._writeMetrics(force=True)
 
     def _offsetsToCommit(self) -> list:
         """The positions to commit (``TopicPartition``s with Kafka Streams' partition-time metadata)
@@ -555,13 +612,15 @@ class _StreamThread:
         ``offsets`` (:meth:`_offsetsToCommit`)."""
         from confluent_kafka import KafkaException
 
-        from ..runtime.metrics import mergeEncoded
+        from ..runtime.metrics import addSample, mergeEncoded
         from ..topics._kafka import _TIMEOUT_S, _bounded, _fenced, _sinkError, sendOffsetsToTransaction
-        from ._task_processor import _changelogColumns
+        from ._task_processor import _addTimings, _changelogColumns
 
         started = time.perf_counter()
         for task in self.tasks.values():
             task.commit()  # the record caches flush
+            flushed = int(time.time() * 1000)  # what they flushed reached the terminal nodes now
+            task.metrics.recordLatencies(flushed, flushed)
             state = self.stores[task.taskId]
             if state is not None:  # applied now: a failed commit ends this attempt, whose directory is dropped
                 task.produced.extend(_changelogColumns(
@@ -589,29 +648,91 @@ class _StreamThread:
         self.inTransaction = False
         self.committedOffsets.update(((tp.topic, tp.partition), tp.offset) for tp in offsets)
         self.commits += 1
-        self.commitMs.append((time.perf_counter() - started) * 1000)
-        for task in self.tasks.values():
-            mergeEncoded(self.counters, task.metrics.encoded())
+        commitNs = time.perf_counter() - started
+        self.commitMs.append(commitNs * 1000)
+        # each task's metrics row of the commit interval: its counters and e2e latencies, its
+        # process and punctuate latencies, and this commit's latency (Kafka's thread-level sensor)
+        for taskId, task in self.tasks.items():
+            row = task.metrics.encoded()
             task.metrics.clear()
-        self._countersDirty = True
-        self._writeCounters(force=False)
+            _addTimings(row, taskId, self.busyNs[taskId] / 1e9, task.punctuateNanos - self.punctuateNs[taskId])
+            self.busyNs[taskId], self.punctuateNs[taskId] = 0, task.punctuateNanos
+            addSample(row, "commit-latency", taskId, round(commitNs * 1e9))
+            mergeEncoded(self.counters, row)
+            mergeEncoded(self.pendingRows.setdefault(self.subtopologyOf(taskId), {}), row)
+        self.pendingCommits += 1
+        self._metricsDirty = True
+        self._writeMetrics(force=False)
 
-    def _writeCounters(self, force: bool) -> None:
-        """This attempt's counters to ``<control>/metrics-<thread>-<attempt>.json`` (the driver's
-        ``metrics()`` reads them while the run goes on), at most once a second unless ``force``."""
+    @staticmethod
+    def subtopologyOf(taskId: str) -> int:
+        return int(taskId.split("_", 1)[0])
+
+    def _onStats(self, stats: str) -> None:
+        """librdkafka's statistics of the consumer (``statistics.interval.ms``), served by its
+        ``consume`` calls: kept as they are, read by :meth:`_recordsLags`."""
+        self._stats = stats
+
+    def _recordsLags(self) -> list[list]:
+        """The consumer's ``records-lag`` of each of its tasks' partitions, as Kafka's consumer
+        computes it under ``read_committed``: the partition's last stable offset (librdkafka's
+        statistics, ``ls_offset``) less the consumer's position (past any commit marker), or
+        where the partition was assigned before its first record; a partition not fetched yet has none."""
+        import json
+
+        from confluent_kafka import TopicPartition
+
+        if self._stats is None:
+            return self.lags
+        try:
+            topics = json.loads(self._stats).get("topics", {})
+        except ValueError:
+            return self.lags
+        stable = {}
+        for (topic, partition) in self.taskOf:
+            lso = topics.get(topic, {}).get("partitions", {}).get(str(partition), {}).get("ls_offset", -1)
+            if lso >= 0:
+                stable[(topic, partition)] = lso
+        if not stable:
+            return []
+        keys = sorted(stable)
+        positions = self.consumer.position([TopicPartition(t, p) for t, p in keys])
+        lags = []
+        for (topic, partition), tp in zip(keys, positions):
+            position = tp.offset if tp.offset >= 0 else self.assignedAt[(topic, partition)]
+            lags.append([self.subtopologyOf(self.taskOf[(topic, partition)]), topic, partition,
+                         max(0, stable[(topic, partition)] - position)])
+        return lags
+
+    def _writeMetrics(self, force: bool) -> None:
+        """This attempt's metrics to ``<control>/metrics-<thread>-<attempt>.json`` (the driver's
+        ``StreamThreads.pollMetrics`` reads them while the run goes on), at most once a second
+        unless ``force``, when a commit changed them or a lag moved: the merged rows of every
+        commit (``counters``), the commits' count, the last :data:`_INTERVALS_KEPT` seconds'
+        rows (``intervals``: sequence number, commits, rows by sub-topology) and the lags."""
         import json
 
         now = time.monotonic()
-        if not self._countersDirty or (not force and now - self._countersWritten < 1):
+        if not force and now - self._metricsWritten < 1:
             return
-        self._countersWritten, self._countersDirty = now, False
+        lags = self._recordsLags()
+        if not self._metricsDirty and lags == self.lags:
+            return
+        self._metricsWritten, self._metricsDirty, self.lags = now, False, lags
+        if self.pendingCommits:
+            self.intervals.append([self.commits, self.pendingCommits, self.pendingRows])
+            self.pendingRows, self.pendingCommits = {}, 0
         path = os.path.join(self.spec["control"], f"metrics-{self.index}-{self.attempt}.json")
         try:
             with open(path + ".tmp", "w") as f:
-                json.dump(self.counters, f)
+                json.dump({"counters": self.counters, "commits": self.commits, "subtopologies": self.subtopologies(),
+                           "intervals": list(self.intervals), "lags": lags}, f)
             os.replace(path + ".tmp", path)
         except OSError:  # the control directory is the driver's: not on this machine
             pass
+
+    def subtopologies(self) -> list[int]:
+        return sorted({self.subtopologyOf(taskId) for taskId in self.tasks})
 
     def close(self) -> None:
         if self.consumer is not None:
@@ -627,7 +748,7 @@ class _StreamThread:
                 "startupSeconds": round(self.restoredAt - self.started, 2),
                 "seconds": round(time.time() - self.started, 1), "processed": self.processed,
                 "cpuSeconds": round(time.process_time() - self.cpuStarted, 2),
-                "commits": self.commits, "counters": self.counters,
+                "commits": self.commits, "counters": self.counters, "subtopologies": self.subtopologies(),
                 "commitMsP50": round(statistics.median(self.commitMs), 1) if self.commitMs else None,
                 "commitMsP95": round(statistics.quantiles(self.commitMs, n=20)[-1], 1) if len(self.commitMs) > 1 else None}
 

@@ -41,6 +41,7 @@ from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
+from ..runtime.metrics import addSample
 from ..runtime.record_queue import RawRecordColumns
 from ..runtime.stream_task import ProducedColumns, StreamTask, encodeHeaders
 from ..state._persistent import PersistentTaskState, makePersistent
@@ -209,7 +210,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             self.state.update((newVersion, blob))
             stored = time.perf_counter()
             # the task's commit: record caches, stores and changelogs, checkpoint (Kafka's commit-latency)
-            metrics[f"commit-latency|stream-task-metrics|task-id={taskId}"] = round((stored - committing) * 1e9)
+            addSample(metrics, "commit-latency", taskId, round((stored - committing) * 1e9))
 
             out = _outputFrame(produced, metrics, positions, stager)
             _LIVE_TASKS[cacheKey] = ((plan["runId"], newVersion), task)
@@ -314,15 +315,16 @@ def _seedPartitionTimes(task: StreamTask, partition: int, times: dict[str, int])
 
 
 def _addTimings(metrics: dict, taskId: str, processingSeconds: float, punctuateNanos: int) -> None:
-    """The batch's ``process-latency`` (ns per record processed, punctuators excluded) and
-    ``punctuate-latency`` (ns per punctuation) samples of task ``taskId``, added to its metrics row."""
+    """The ``process-latency`` (ns per record processed, punctuators excluded) and
+    ``punctuate-latency`` (ns per punctuation) samples of task ``taskId`` over a micro-batch (or a
+    stream thread's commit interval), added to its metrics row (:func:`addSample`)."""
     processed = metrics.get(f"process-total|stream-task-metrics|task-id={taskId}", 0)
     if processed:
         perRecord = (processingSeconds * 1e9 - punctuateNanos) / processed
-        metrics[f"process-latency|stream-task-metrics|task-id={taskId}"] = round(max(perRecord, 0.0), 1)
+        addSample(metrics, "process-latency", taskId, round(max(perRecord, 0.0), 1))
     punctuations = metrics.get(f"punctuate-total|stream-task-metrics|task-id={taskId}", 0)
     if punctuations:
-        metrics[f"punctuate-latency|stream-task-metrics|task-id={taskId}"] = round(punctuateNanos / punctuations, 1)
+        addSample(metrics, "punctuate-latency", taskId, round(punctuateNanos / punctuations, 1))
 
 
 def _rawColumns(tables: list[pa.Table], extractsMetadataTimestamp: bool) -> RawRecordColumns:
