@@ -288,14 +288,15 @@ def test_flagship_backlog_with_task_idling_gives_the_timestamp_ordered_signals(s
     assert got == expected
 
 
-def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, kafkaBroker, tmp_path):
+def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, kafkaBroker, tmp_path, capsys):
     """Issue 34 section 2 in continuous mode: while the stream threads run, the Prometheus endpoint
     (``kspark.metrics.prometheus.port``, parsed by prometheus_client) serves Kafka Streams' thread,
     task and node metrics with live rates, the commits' count, rate and latency, record-e2e-latency
     of the source and terminal nodes, each input partition's ``records-lag`` and, at
     ``metrics.recording.level`` DEBUG, the store's put rate (rule MT-1). A sub-topology is a
     thread-id, as on the micro-batch host: thread 1 reads the source, thread 2 the repartition
-    topic (rules RP-1, RP-2) and counts."""
+    topic (rules RP-1, RP-2) and counts. The run's summary counts its commits and gives the
+    output records' e2e latency p50/p95."""
     from prometheus_client.parser import text_string_to_metric_families
 
     topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
@@ -317,7 +318,7 @@ def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, ka
         "application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
         "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
         StreamsConfig.TRIGGER_CONFIG: "continuous", "kspark.metrics.prometheus.port": 0,
-        "metrics.recording.level": "DEBUG"}, spark=spark)
+        "metrics.recording.level": "DEBUG", "kspark.progress": "plain"}, spark=spark)
     thread1, thread2 = f"{appId}-StreamThread-1", f"{appId}-StreamThread-2"
     repartition = f"{appId}-recount-repartition"
     streams.start()
@@ -387,3 +388,9 @@ def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, ka
         streams.close()
     # after close: the totals kept in state.dir
     assert streams.metrics()[MetricName("process-total", "stream-thread-metrics", (("thread-id", thread1),))] == n
+    lines = capsys.readouterr().out.splitlines()
+    summary = lines[lines.index(f"== {appId}: summary ==") + 1]
+    assert " commits, 600 records read " in summary  # each record from the source, then from the repartition topic
+    latency = [line for line in lines if line.startswith("end-to-end latency of output records: p50 ")]
+    p50, p95 = (float(part.split()[1].replace(",", "")) for part in latency[0].split(": ", 1)[1].split(", "))
+    assert started - timestamp <= p50 <= p95 <= (time.time() * 1000 - timestamp) * 1.1  # bucket bounds 9 % apart

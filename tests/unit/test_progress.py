@@ -123,3 +123,38 @@ def test_close_and_metrics_wait_only_for_the_progress_events_of_batches_that_ran
     assert streams.metrics() == {"metric": 1.0}
     listener.close(queries)
     assert waited == [{"app-subtopology-0": 7}] * 2
+
+
+def test_a_continuous_run_s_seconds_make_lines_every_interval_and_a_summary_of_commits(capsys):
+    """A continuous run's stream threads report each second's commits and merged rows; the plain
+    view prints a line per running sub-topology every ``lineS`` seconds (records, rate, lag,
+    output e2e p50/p95 of that interval) and the summary counts commits."""
+    from kspark.runtime.metrics import latencyBucket
+    from kspark.spark._progress import ContinuousView
+
+    _, sub = progressOf()
+    progress = RunProgress("app", [{"subtopology": sub, "sources": ["in", "ref"], "globalSources": ["ref"],
+                                    "topicName": {}}], continuous=True)
+    sink = next(n.name for n in sub.nodes if type(n).__name__ == "SinkNodeSpec")
+    view = ContinuousView(progress, "plain", lineS=0.0)
+
+    def second(records: int, latencyMs: float) -> dict:
+        return {"records-consumed-total|consumer-fetch-manager-metrics|topic=in": records,
+                f"process-total|stream-processor-node-metrics|task-id={sub.id}_0|processor-node-id={sink}": records,
+                f"record-e2e-latency-bucket|kspark-record-e2e-latency|bucket={latencyBucket(latencyMs)}": records}
+
+    view.onInterval(sub.id, 9, second(300, 40.0))
+    view.onInterval(sub.id, 10, second(100, 200.0))
+    view.onInterval(sub.id + 1, 4, second(5, 1.0))  # no such sub-topology here: ignored
+    view.tick({sub.id: {("in", 0): 7, ("in", 1): 0}})
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"app sub-topology {sub.id} commit 19: 400 records in ")
+    assert line.endswith("lag 7, 0 dropped, 0 punctuations, e2e p50 41 ms, p95 215 ms")  # bucket upper bounds
+    view.onInterval(sub.id, 5, second(50, 1.0))
+    view.tick({sub.id: {("in", 0): 0, ("in", 1): 0}})
+    assert capsys.readouterr().out.strip().startswith(f"app sub-topology {sub.id} commit 24: 50 records in ")
+    view.finish()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("wall time ") and ", 24 commits, 450 records read " in lines[1]
+    assert lines[-1] == "end-to-end latency of output records: p50 41 ms, p95 215 ms"
+    assert progress.totals()["written"] == {"out": 450}

@@ -135,6 +135,7 @@ class KafkaStreams:
         self._plans: list[dict] = []
         self._streamThreads = None  # kspark.trigger continuous: the run's StreamThreads
         self._streamThreadsStopped = False
+        self._view = None  # continuous: the run's ContinuousView
         self._streamThreadLags: dict[int, dict[tuple[str, int], int]] = {}  # records-lag when they stopped
         from ._metrics import HostMetrics
 
@@ -171,7 +172,7 @@ class KafkaStreams:
         if self._state != self.CREATED:
             raise StreamsException(f"KafkaStreams cannot be started from state {self._state}")
         plans = self._plans = self._plan()
-        from ._progress import ProgressListener, RunProgress, progressMode
+        from ._progress import ContinuousView, ProgressListener, RunProgress, progressMode
 
         trigger = self._config.get(StreamsConfig.TRIGGER_CONFIG)
         continuous = trigger == CONTINUOUS
@@ -195,6 +196,7 @@ class KafkaStreams:
                               {plan["subtopology"].id for plan in plans})
                 self._createInternalTopics(plans)
                 self._startExporter()
+                self._view = ContinuousView(RunProgress(self._appId, plans, continuous=True), progressMode(self._config))
                 self._startStreamThreads(plans)
                 self._state = self.RUNNING
                 return
@@ -216,6 +218,9 @@ class KafkaStreams:
                 self._listener = None
                 raise
         except BaseException:
+            if self._view is not None:
+                self._view.finish(printSummary=False)
+                self._view = None
             self._closeExporter()
             self._lock.release()
             self._lock = None
@@ -323,7 +328,7 @@ class KafkaStreams:
         interval = (self._config.get(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG)
                     if StreamsConfig.COMMIT_INTERVAL_MS_CONFIG in self._config.originals()
                     else EXACTLY_ONCE_COMMIT_INTERVAL_MS)
-        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial, self._hostMetrics)
+        self._streamThreads = StreamThreads(spark, plans, threads, int(interval), initial, self._hostMetrics, self._view)
         self._streamThreads.start()
 
     def _stopStreamThreads(self) -> None:
@@ -334,6 +339,10 @@ class KafkaStreams:
         threads.stop()
         counters, self._streamThreadLags = threads.pollMetrics()
         threads.cleanup()
+        if self._view is not None:  # the live view ends, the run's summary is printed
+            self._view.tick(self._streamThreadLags)
+            self._view.finish()
+            self._view = None
         self._streamThreadsStopped = True
         # the run's counters, kept in state.dir as a micro-batch's are (its first sub-topology's file)
         self._stateDir().addBatchCounters(self._plans[0]["subtopology"].id, threads.runId, 0, persisted(counters))

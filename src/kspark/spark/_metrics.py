@@ -2,8 +2,9 @@
 
 Each task returns one small row of figures with its micro-batch (``Metrics.encoded``: counters,
 ``record-e2e-latency`` count/sum/min/max per source and terminal node, an output latency
-histogram, the batch's process/commit/punctuate timings); Spark's ``observe`` brings the rows
-to the driver with the batch's progress event (no records travel). The driver keeps the
+histogram, the batch's process/commit/punctuate timings as ``addSample``'s sum/count/max);
+Spark's ``observe`` brings the rows to the driver with the batch's progress event (no records
+travel). The driver keeps the
 ``-total`` counters in ``state.dir`` (``KafkaStreams.metrics()`` sums every run) and
 :class:`HostMetrics` the windowed rates and latencies of this run (``metrics.num.samples``
 windows of ``metrics.sample.window.ms``, as Kafka's sensors).
@@ -12,7 +13,9 @@ Kafka Streams' names, groups and tags (checked against Kafka Streams 4.3.1's own
 
 - a *stream thread* is one sub-topology's query, ``thread-id`` =
   ``<client.id or application.id>-StreamThread-<sub-topology + 1>``; its *commit* is a
-  micro-batch: ``stream-thread-metrics`` ``process-rate``/``-total`` (records),
+  micro-batch (in a continuous run, ``kspark.spark._stream_threads``, the thread-id is the
+  sub-topology's too, and a commit is each commit of a stream thread holding one of its tasks,
+  fed second by second): ``stream-thread-metrics`` ``process-rate``/``-total`` (records),
   ``process-latency-avg``/``-max`` (ms per record of a task's batch), ``commit-rate``/``-total``
   (micro-batches), ``commit-latency-avg``/``-max`` (ms a task takes to commit its batch: record
   caches, stores, changelogs, checkpoint), ``punctuate-rate``/``-total``/``-latency-avg``/``-max``;

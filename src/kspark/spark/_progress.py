@@ -4,13 +4,17 @@
 Everything comes from Spark's query progress events (a ``StreamingQueryListener``), which
 carry the batch's counters too (the tasks' metrics rows, collected by ``observe`` as
 :data:`OBSERVED_METRICS`); the listener also hands each batch's counters to ``KafkaStreams``,
-which sums them in ``state.dir`` for ``metrics()``:
+which sums them in ``state.dir`` for ``metrics()``. A continuous run (``kspark.trigger``
+``continuous``) has no micro-batches: its stream threads' commits of each second feed the same
+model (:class:`ContinuousView`), its plain view prints a line per sub-topology every 10 s, and
+its summary counts commits:
 
-- records read per input topic-partition: the source's start and end offsets of each batch
+- records read per input topic: the tasks' ``records-consumed-total``, else the source's start
+  and end offsets of each batch
   (kspark-topics' ``{"<topic>/<partition>": next}``, or Spark's Kafka source's
   ``{"<topic>": {"<partition>": next}}``); Spark's ``numInputRows`` counts chunk rows, not records;
 - lag per input partition: the source's latest offset (else the ``@logEnd`` the batch was
-  planned with) minus the batch's end offset;
+  planned with) minus the batch's end offset (continuous: the stream threads' ``records-lag``);
 - records written per topic: ``process-total`` of the sink nodes; dropped records by node and
   reason (``kspark-dropped-records``); punctuations (``punctuate-total``);
 - the end-to-end latency of the records written to output topics, p50 and p95 (ms from a
@@ -38,7 +42,8 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from ..runtime.metrics import E2E_HISTOGRAM_GROUP, mergeEncoded, percentileMs
 
-__all__ = ["OBSERVED_METRICS", "PROGRESS_CONFIG", "ProgressListener", "RunProgress", "batchCounters", "progressMode"]
+__all__ = ["OBSERVED_METRICS", "PROGRESS_CONFIG", "ContinuousView", "ProgressListener", "RunProgress", "batchCounters",
+           "progressMode"]
 
 log = logging.getLogger("kspark.progress")
 
@@ -47,6 +52,7 @@ OBSERVED_METRICS = "kspark"
 """Name of the observed metric (``collect_list`` of the tasks' metrics rows, JSON objects of counters)."""
 _MODES = ("auto", "rich", "plain", "none")
 _LATEST = "@logEnd"
+_CONSUMED = "records-consumed-total|consumer-fetch-manager-metrics|topic="
 
 
 def progressMode(config) -> str:
@@ -91,6 +97,8 @@ class QueryStats:
     punctuations: int = 0
     latency: Counter = field(default_factory=Counter)  # output e2e latency histogram bucket -> records
     lastLatency: Counter = field(default_factory=Counter)  # the last batch's
+    pendingRecords: int = 0  # continuous: since the last line
+    pendingLatency: Counter = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
@@ -106,12 +114,15 @@ class RunProgress:
     plans : list of dict
         ``KafkaStreams._plan()``'s query plans: ``subtopology``, ``sources`` (physical topic
         names), ``globalSources``, ``topicName`` (raw -> physical).
+    continuous : bool
+        A continuous run: its commits are counted (:meth:`onInterval`), not micro-batches.
     """
 
-    def __init__(self, applicationId: str, plans: list[dict]) -> None:
+    def __init__(self, applicationId: str, plans: list[dict], continuous: bool = False) -> None:
         from ..topology._topology import SinkNodeSpec
 
         self.applicationId = applicationId
+        self.continuous = continuous
         self._lock = threading.Lock()
         self.queries: dict[str, QueryStats] = {}
         self._sinkTopic: dict[str, str] = {}
@@ -162,8 +173,8 @@ class RunProgress:
             # count transaction markers), else the source's offsets
             consumed = Counter()
             for name, value in counters.items():
-                if name.startswith("records-consumed-total|consumer-fetch-manager-metrics|topic="):
-                    consumed[name.split("topic=", 1)[1]] += int(value)
+                if name.startswith(_CONSUMED):
+                    consumed[name[len(_CONSUMED):]] += int(value)
             records = 0
             for source in progress.get("sources", ()):
                 start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
@@ -184,20 +195,59 @@ class RunProgress:
             stats.lastRecords = records
 
             stats.lastSeconds = progress.get("batchDuration", 0) / 1000
-            stats.lastLatency = Counter()
-            for name, value in counters.items():
-                metric, group, *tags = name.split("|")
-                tag = dict(t.split("=", 1) for t in tags)
-                if group == E2E_HISTOGRAM_GROUP:
-                    stats.lastLatency[int(tag["bucket"])] += int(value)
-                elif group == "kspark-dropped-records":
-                    stats.dropped[(tag.get("processor-node-id", ""), tag.get("reason", ""))] += int(value)
-                elif metric == "punctuate-total":
-                    stats.punctuations += int(value)
-                elif metric == "process-total" and tag.get("processor-node-id") in self._sinkTopic:
-                    stats.written[self._sinkTopic[tag["processor-node-id"]]] += int(value)
-            stats.latency.update(stats.lastLatency)
+            stats.lastLatency = self._addCounters(stats, counters)
         return stats
+
+    def onInterval(self, subtopology: int, commits: int, counters: dict[str, float]) -> None:
+        """Add a continuous run's commits of sub-topology ``subtopology`` (a stream thread's
+        second: ``commits`` and their merged metrics rows, ``counters``)."""
+        stats = next((s for s in self.queries.values() if s.subtopology == subtopology), None)
+        if stats is None:
+            return
+        with self._lock:
+            stats.state = "running"
+            stats.batches += commits
+            for name, value in counters.items():
+                if name.startswith(_CONSUMED):
+                    stats.read[name[len(_CONSUMED):]] += int(value)
+                    stats.records += int(value)
+                    stats.pendingRecords += int(value)
+            stats.pendingLatency.update(self._addCounters(stats, counters))
+
+    def setLags(self, lags: dict[int, dict[tuple[str, int], int]]) -> None:
+        """A continuous run's input lags: sub-topology -> {(topic, partition): records-lag}."""
+        with self._lock:
+            for stats in self.queries.values():
+                if stats.subtopology in lags:
+                    stats.lags = dict(lags[stats.subtopology])
+
+    def closeLine(self, seconds: float) -> list[QueryStats]:
+        """A continuous run's line: each running query's records and output latencies of the last
+        ``seconds`` become its last ones (:meth:`batchLine`); returns those queries."""
+        with self._lock:
+            running = [s for s in self.queries.values() if s.state == "running"]
+            for stats in running:
+                stats.lastRecords, stats.lastSeconds = stats.pendingRecords, seconds
+                stats.lastLatency, stats.lastBatch = stats.pendingLatency, stats.batches
+                stats.pendingRecords, stats.pendingLatency = 0, Counter()
+            return running
+
+    def _addCounters(self, stats: QueryStats, counters: dict[str, float]) -> Counter:
+        """Add a batch's (or a second's) counters to ``stats``; return their output latency histogram."""
+        latency = Counter()
+        for name, value in counters.items():
+            metric, group, *tags = name.split("|")
+            tag = dict(t.split("=", 1) for t in tags)
+            if group == E2E_HISTOGRAM_GROUP:
+                latency[int(tag["bucket"])] += int(value)
+            elif group == "kspark-dropped-records":
+                stats.dropped[(tag.get("processor-node-id", ""), tag.get("reason", ""))] += int(value)
+            elif metric == "punctuate-total":
+                stats.punctuations += int(value)
+            elif metric == "process-total" and tag.get("processor-node-id") in self._sinkTopic:
+                stats.written[self._sinkTopic[tag["processor-node-id"]]] += int(value)
+        stats.latency.update(latency)
+        return latency
 
     def onTerminated(self, queryId: str, failed: bool) -> None:
         with self._lock:
@@ -251,7 +301,8 @@ class RunProgress:
         """The plain view's line for the last batch of ``stats``."""
         dropped = sum(stats.dropped.values())
         latency = _latencyText(stats.lastLatency)
-        return (f"{self.applicationId} {stats.label} batch {stats.lastBatch}: {stats.lastRecords:,} records in "
+        which = f"commit {stats.lastBatch:,}" if self.continuous else f"batch {stats.lastBatch}"
+        return (f"{self.applicationId} {stats.label} {which}: {stats.lastRecords:,} records in "
                 f"{stats.lastSeconds:.1f} s ({stats.rate:,.0f} records/s), lag {sum(stats.lags.values()):,}, "
                 f"{dropped:,} dropped, {stats.punctuations:,} punctuations" + (f", e2e {latency}" if latency else ""))
 
@@ -260,7 +311,8 @@ class RunProgress:
         t = self.totals()
         wall = self.wallSeconds()
         lines = [f"== {self.applicationId}: summary ==",
-                 f"wall time {wall:.1f} s, {t['batches']:,} micro-batches, {t['records']:,} records read "
+                 f"wall time {wall:.1f} s, {t['batches']:,} {'commits' if self.continuous else 'micro-batches'}, "
+                 f"{t['records']:,} records read "
                  f"({t['records'] / wall if wall else 0:,.0f} records/s)"]
         # inputs, then topics the run both writes and reads (repartition), then outputs
         topics = ([x for x in self.sourceTopics if x not in self.sinkTopics]
@@ -293,14 +345,16 @@ class RunProgress:
         style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
         with self._lock:
             table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left")
-            for column, justify in (("query", "left"), ("state", "left"), ("batches", "right"), ("records", "right"),
+            for column, justify in (("query", "left"), ("state", "left"),
+                                    ("commits" if self.continuous else "batches", "right"), ("records", "right"),
                                     ("records/s", "right"), ("last batch", "right"), ("lag", "right"),
                                     ("e2e p50 / p95", "right")):
                 table.add_column(column, justify=justify, no_wrap=True)
             lags = Table.grid(padding=(0, 2))
             for stats in self.queries.values():
                 table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
-                              f"{stats.records:,}", f"{stats.rate:,.0f}", f"{stats.lastSeconds:.1f} s" if stats.batches else "",
+                              f"{stats.records:,}", f"{stats.rate:,.0f}",
+                              f"{stats.lastSeconds:.1f} s" if stats.batches and not self.continuous else "",
                               f"{sum(stats.lags.values()):,}" if stats.lags else "",
                               _latencyText(stats.latency, short=True))
                 for topic, text in _lagsPerTopic(stats.lags, f"{self.applicationId}-"):
@@ -382,7 +436,68 @@ def _recordsRead(start, end) -> int:
     return sum(next_ - starts.get(key, 0) for key, next_ in _offsets(end).items())
 
 
-class ProgressListener(StreamingQueryListener):
+class ProgressView:
+    """A :class:`RunProgress`'s view (``rich``: live in the terminal, ``plain`` or ``none``) and
+    its summary at the end (:meth:`finish`)."""
+
+    def __init__(self, progress: RunProgress, mode: str = "none") -> None:
+        self.progress = progress
+        self.mode = mode
+        self._live = None
+        if mode == "rich":
+            from rich.live import Live
+
+            self._live = Live(get_renderable=progress.renderable, refresh_per_second=2, transient=False)
+            self._live.start()
+
+    def finish(self, printSummary: bool = True) -> None:
+        """Stop the live view and print the summary (unless the mode is ``none``)."""
+        self.progress.finish()
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+        if self.mode == "none" or not printSummary:
+            return
+        lines = self.progress.summaryLines()
+        if self.mode == "rich":
+            from rich.console import Console
+
+            console = Console()
+            console.print(lines[0], style="bold", markup=False, highlight=False)
+            for line in lines[1:]:
+                console.print(line, markup=False, highlight=False)
+        else:
+            print("\n".join(lines), flush=True)
+
+
+class ContinuousView(ProgressView):
+    """The view of a continuous run (``kspark.spark._stream_threads``), fed by the driver's
+    poll of the stream threads' metrics: :meth:`onInterval` per thread and second,
+    :meth:`tick` after each poll (a plain line per running sub-topology every ``lineS``
+    seconds: its records, rate, lag and output e2e latency p50/p95 over them)."""
+
+    def __init__(self, progress: RunProgress, mode: str = "none", lineS: float = 10.0) -> None:
+        super().__init__(progress, mode)
+        self.lineS = lineS
+        self._lineAt = time.monotonic()
+
+    def onInterval(self, subtopology: int, commits: int, counters: dict[str, float]) -> None:
+        self.progress.onInterval(subtopology, commits, counters)
+
+    def tick(self, lags: dict[int, dict[tuple[str, int], int]]) -> None:
+        """After a poll, with the threads' ``records-lag`` by sub-topology."""
+        self.progress.setLags(lags)
+        now = time.monotonic()
+        if now - self._lineAt < self.lineS:
+            return
+        for stats in self.progress.closeLine(now - self._lineAt):
+            if self.mode == "plain":
+                print(self.progress.batchLine(stats), flush=True)
+        self._lineAt = now
+
+
+class ProgressListener(ProgressView, StreamingQueryListener):
     """Feeds a :class:`RunProgress` and its view (``rich``, ``plain`` or ``none``).
 
     Spark's Python listener bridge turns every progress event into Python objects field by
@@ -393,15 +508,8 @@ class ProgressListener(StreamingQueryListener):
     """
 
     def __init__(self, progress: RunProgress, mode: str = "none", onBatch=None) -> None:
-        self.progress = progress
-        self.mode = mode
+        super().__init__(progress, mode)
         self._onBatch = onBatch
-        self._live = None
-        if mode == "rich":
-            from rich.live import Live
-
-            self._live = Live(get_renderable=progress.renderable, refresh_per_second=2, transient=False)
-            self._live.start()
 
     @property
     def _jlistener(self):  # what StreamingQueryManager.addListener/removeListener register
@@ -469,26 +577,6 @@ class ProgressListener(StreamingQueryListener):
             if p is not None and "addBatch" in (p.durationMs or {}):
                 last[q.name] = p.batchId
         self.waitFor(last)
-
-    def finish(self, printSummary: bool = True) -> None:
-        """Stop the live view and print the summary (unless the mode is ``none``)."""
-        self.progress.finish()
-        if self._live is not None:
-            self._live.refresh()
-            self._live.stop()
-            self._live = None
-        if self.mode == "none" or not printSummary:
-            return
-        lines = self.progress.summaryLines()
-        if self.mode == "rich":
-            from rich.console import Console
-
-            console = Console()
-            console.print(lines[0], style="bold", markup=False, highlight=False)
-            for line in lines[1:]:
-                console.print(line, markup=False, highlight=False)
-        else:
-            print("\n".join(lines), flush=True)
 
 
 class _JsonBridge:

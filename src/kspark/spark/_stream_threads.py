@@ -185,10 +185,12 @@ class StreamThreads:
     hostMetrics : HostMetrics
         The run's windowed metrics, fed by :meth:`pollMetrics` (every second while the threads
         run, and at each call).
+    view : ContinuousView, optional
+        The run's progress view, fed with the metrics.
     """
 
     def __init__(self, spark, plans: list[dict], threads: int, commitIntervalMs: int,
-                 initialOffsets: dict[str, int], hostMetrics) -> None:
+                 initialOffsets: dict[str, int], hostMetrics, view=None) -> None:
         self.spark, self.plans, self.threads = spark, plans, threads
         self.commitIntervalMs = commitIntervalMs
         self.initialOffsets = initialOffsets
@@ -196,8 +198,9 @@ class StreamThreads:
         self.control = tempfile.mkdtemp(prefix="kspark-stream-threads-")
         self.summaries: list[dict] = []
         self.error: BaseException | None = None
-        self.hostMetrics = hostMetrics
+        self.hostMetrics, self.view = hostMetrics, view
         self._reports: dict[str, dict] = {}  # metrics file -> its last content read
+        self._fed: dict[str, int] = {}  # metrics file -> the last interval fed
         self._pollLock = threading.Lock()
         self._group = f"kspark-stream-threads-{plans[0]['applicationId']}-{uuid.uuid4().hex[:8]}"
         self._thread: threading.Thread | None = None
@@ -226,7 +229,9 @@ class StreamThreads:
         while self.alive():
             self._thread.join(1.0)
             try:
-                self.pollMetrics()
+                _, lags = self.pollMetrics()
+                if self.view is not None:
+                    self.view.tick(lags)
             except Exception:  # noqa: BLE001 - metrics must not end the run; the next poll retries
                 log.debug("the stream threads' metrics could not be read", exc_info=True)
 
@@ -284,9 +289,14 @@ class StreamThreads:
                     key = self.hostMetrics.commitCounter(sub)
                     total[key] = total.get(key, 0) + report["commits"]
                 for seq, commits, rows in report["intervals"]:
+                    if seq <= self._fed.get(name, -1):
+                        continue
+                    self._fed[name] = seq
                     for sub, row in rows.items():
                         self.hostMetrics.addBatch(int(sub), f"{self.runId}/{name}", seq,
                                                   {**row, self.hostMetrics.commitCounter(int(sub)): commits})
+                        if self.view is not None:
+                            self.view.onInterval(int(sub), commits, row)
                 for sub, topic, partition, lag in report["lags"]:
                     lags.setdefault(sub, {})[(topic, partition)] = lag
             return total, lags
@@ -352,6 +362,7 @@ class _StreamThread:
         self.pendingCommits = 0
         self.intervals: deque[list] = deque(maxlen=_INTERVALS_KEPT)  # [seq, commits, {sub-topology: row}]
         self.lags: list[list] = []  # [sub-topology, topic, partition, records-lag]
+        self.consumed: dict[tuple[int, str], int] = {}  # (sub-topology, topic) -> records since the last commit
         self.busyNs: dict[str, int] = {}  # task id -> ns processing and punctuating since its last commit
         self.punctuateNs: dict[str, int] = {}  # task id -> its punctuateNanos at its last commit
         self.commitMs: deque[float] = deque(maxlen=10_000)  # the last commits' durations (summary)
@@ -515,16 +526,21 @@ class _StreamThread:
                         m.offset(), m.timestamp()[1], m.key(), m.value(), () if headers is None else tuple(headers),
                         None)))
                 fed = set()
+                consumed = self.consumed
                 for (t, p), records in byPartition.items():
                     taskId = self.taskOf.get((t, p))
                     if taskId is None:  # a global partition: to every task that has its queue
                         key = f"{t}@{p}"
+                        for sub in {self.subtopologyOf(taskId) for taskId in self.globalTasks[key]}:
+                            consumed[(sub, t)] = consumed.get((sub, t), 0) + len(records)
                         for taskId in self.globalTasks[key]:
                             self.tasks[taskId].addRecords(key, records, lag=0)
                             fed.add(taskId)
                         continue
                     self.tasks[taskId].addRecords(t, records, lag=0)
                     self.processed += len(records)
+                    key = (self.subtopologyOf(taskId), t)
+                    consumed[key] = consumed.get(key, 0) + len(records)
                     fed.add(taskId)
                 self.waiting |= fed
             # the tasks given records, and those still holding some (a task reading several
@@ -660,6 +676,11 @@ class _StreamThread:
             addSample(row, "commit-latency", taskId, round(commitNs * 1e9))
             mergeEncoded(self.counters, row)
             mergeEncoded(self.pendingRows.setdefault(self.subtopologyOf(taskId), {}), row)
+        for (sub, topic), n in self.consumed.items():  # Kafka consumer's records-consumed-total, per topic
+            mergeEncoded(self.counters, {f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}": n})
+            mergeEncoded(self.pendingRows.setdefault(sub, {}),
+                         {f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}": n})
+        self.consumed = {}
         self.pendingCommits += 1
         self._metricsDirty = True
         self._writeMetrics(force=False)
