@@ -64,7 +64,8 @@ its last :data:`_INTERVALS_KEPT` seconds' rows and its partitions' ``records-lag
 statistics). The driver reads the files every second (:meth:`StreamThreads.pollMetrics`) and
 feeds each second's row once to its windowed rates and latencies. A thread on another machine
 writes no file here: its counters reach the driver with its summary when the run stops, without
-rates or lags. The live progress view has no micro-batches to show.
+rates or lags. The same rows feed the run's progress view and summary
+(:class:`kspark.spark._progress.ContinuousView`).
 """
 
 from __future__ import annotations
@@ -664,8 +665,8 @@ class _StreamThread:
         self.inTransaction = False
         self.committedOffsets.update(((tp.topic, tp.partition), tp.offset) for tp in offsets)
         self.commits += 1
-        commitNs = time.perf_counter() - started
-        self.commitMs.append(commitNs * 1000)
+        took = time.perf_counter() - started
+        self.commitMs.append(took * 1000)
         # each task's metrics row of the commit interval: its counters and e2e latencies, its
         # process and punctuate latencies, and this commit's latency (Kafka's thread-level sensor)
         for taskId, task in self.tasks.items():
@@ -673,13 +674,13 @@ class _StreamThread:
             task.metrics.clear()
             _addTimings(row, taskId, self.busyNs[taskId] / 1e9, task.punctuateNanos - self.punctuateNs[taskId])
             self.busyNs[taskId], self.punctuateNs[taskId] = 0, task.punctuateNanos
-            addSample(row, "commit-latency", taskId, round(commitNs * 1e9))
+            addSample(row, "commit-latency", taskId, round(took * 1e9))
             mergeEncoded(self.counters, row)
             mergeEncoded(self.pendingRows.setdefault(self.subtopologyOf(taskId), {}), row)
         for (sub, topic), n in self.consumed.items():  # Kafka consumer's records-consumed-total, per topic
-            mergeEncoded(self.counters, {f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}": n})
-            mergeEncoded(self.pendingRows.setdefault(sub, {}),
-                         {f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}": n})
+            consumed = {f"records-consumed-total|consumer-fetch-manager-metrics|topic={topic}": n}
+            mergeEncoded(self.counters, consumed)
+            mergeEncoded(self.pendingRows.setdefault(sub, {}), consumed)
         self.consumed = {}
         self.pendingCommits += 1
         self._metricsDirty = True
