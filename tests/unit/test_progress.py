@@ -158,3 +158,30 @@ def test_a_continuous_run_s_seconds_make_lines_every_interval_and_a_summary_of_c
     assert lines[1].startswith("wall time ") and ", 24 commits, 450 records read " in lines[1]
     assert lines[-1] == "end-to-end latency of output records: p50 41 ms, p95 215 ms"
     assert progress.totals()["written"] == {"out": 450}
+
+
+def test_the_live_view_of_a_continuous_run_shows_commits_lags_and_e2e_percentiles():
+    import io
+
+    from rich.console import Console
+
+    from kspark.runtime.metrics import latencyBucket
+    from kspark.spark._progress import ContinuousView
+
+    _, sub = progressOf()
+    progress = RunProgress("app", [{"subtopology": sub, "sources": ["in", "ref"], "globalSources": ["ref"],
+                                    "topicName": {}}], continuous=True)
+    view = ContinuousView(progress, "none", lineS=0.0)
+    view.onInterval(sub.id, 7, {"records-consumed-total|consumer-fetch-manager-metrics|topic=in": 500,
+                                f"record-e2e-latency-bucket|kspark-record-e2e-latency|bucket={latencyBucket(30)}": 500})
+    view.tick({sub.id: {("in", 0): 3, ("in", 1): 0}})
+    console = Console(file=io.StringIO(), width=120)
+    console.print(progress.renderable())
+    text = console.file.getvalue()
+    header = next(line for line in text.splitlines() if "query" in line).split("┃")
+    assert [h.strip() for h in header if h.strip()] == ["query", "state", "commits", "records", "records/s", "lag",
+                                                        "e2e p50 / p95"]
+    row = next(line for line in text.splitlines() if line.startswith(f"│ sub-topology {sub.id}")).split("│")
+    cells = [c.strip() for c in row if c.strip()]
+    assert cells[:4] == [f"sub-topology {sub.id}", "running", "7", "500"]
+    assert cells[5:] == ["3", "32 / 32 ms"]

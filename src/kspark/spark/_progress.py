@@ -345,18 +345,21 @@ class RunProgress:
         style = {"running": "green", "done": "blue", "failed": "red", "stopped": "yellow"}
         with self._lock:
             table = Table(title=f"kspark · {self.applicationId} · {self.wallSeconds():.0f} s", title_justify="left")
-            for column, justify in (("query", "left"), ("state", "left"),
-                                    ("commits" if self.continuous else "batches", "right"), ("records", "right"),
-                                    ("records/s", "right"), ("last batch", "right"), ("lag", "right"),
-                                    ("e2e p50 / p95", "right")):
+            columns = [("query", "left"), ("state", "left"), ("commits" if self.continuous else "batches", "right"),
+                       ("records", "right"), ("records/s", "right"), ("last batch", "right"), ("lag", "right"),
+                       ("e2e p50 / p95", "right")]
+            if self.continuous:  # no batches: the rate is over the last line's seconds
+                del columns[5]
+            for column, justify in columns:
                 table.add_column(column, justify=justify, no_wrap=True)
             lags = Table.grid(padding=(0, 2))
             for stats in self.queries.values():
-                table.add_row(stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
-                              f"{stats.records:,}", f"{stats.rate:,.0f}",
-                              f"{stats.lastSeconds:.1f} s" if stats.batches and not self.continuous else "",
-                              f"{sum(stats.lags.values()):,}" if stats.lags else "",
-                              _latencyText(stats.latency, short=True))
+                cells = [stats.label, Text(stats.state, style=style.get(stats.state, "dim")), f"{stats.batches:,}",
+                         f"{stats.records:,}", f"{stats.rate:,.0f}", f"{stats.lastSeconds:.1f} s" if stats.batches else "",
+                         f"{sum(stats.lags.values()):,}" if stats.lags else "", _latencyText(stats.latency, short=True)]
+                if self.continuous:
+                    del cells[5]
+                table.add_row(*cells)
                 for topic, text in _lagsPerTopic(stats.lags, f"{self.applicationId}-"):
                     lags.add_row(Text(stats.label, style="dim"), topic, text)
             dropped = sum((s.dropped for s in self.queries.values()), Counter())
