@@ -113,6 +113,7 @@ class Topology:
     def __init__(self) -> None:
         self._nodes: dict[str, NodeSpec] = {}
         self._storeBuilders: dict[str, StoreBuilder] = {}
+        self._globalStores: set[str] = set()  # names of addGlobalStore's stores (Kafka's globalStateBuilders)
         self._internalTopics: dict[str, int | None] = {}  # raw name -> enforced partition count
         self._copartitionGroups: list[set[str]] = []
         self._children: dict[str, list[str]] = {}
@@ -228,12 +229,24 @@ class Topology:
         return self
 
     def connectProcessorAndStateStores(self, processorName: str, *storeNames: str) -> "Topology":
+        """Give processor ``processorName`` access to stores ``storeNames`` (Kafka
+        ``Topology#connectProcessorAndStateStores``).
+
+        Raises
+        ------
+        TopologyException
+            If the processor or a store is not added yet, or a store is a global store (any
+            processor reads those without being connected; Kafka's message).
+        """
         node = self._nodes.get(processorName)
         if not isinstance(node, ProcessorNodeSpec):
             raise TopologyException(f"Processor {processorName} is not added yet.")
         for store in storeNames:
             if store not in self._storeBuilders:
                 raise TopologyException(f"StateStore {store} is not added yet.")
+            if store in self._globalStores:  # Kafka's InternalTopologyBuilder.connectProcessorAndStateStore
+                raise TopologyException(f"Global StateStore {store} can be used by a Processor without being "
+                                        "specified; it should not be explicitly passed.")
             if store not in node.stores:
                 node.stores.append(store)
         return self
@@ -268,6 +281,7 @@ class Topology:
         self._nodes[sourceName].isGlobal = True
         self.addProcessor(processorName, stateUpdateSupplier, sourceName)
         self.addStateStore(storeBuilder, processorName)
+        self._globalStores.add(storeBuilder.name())
         return self
 
     def _addNode(self, spec: NodeSpec, parents) -> None:
