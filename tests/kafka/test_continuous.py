@@ -394,3 +394,140 @@ def test_continuous_run_s_metrics_are_scraped_live_under_kafka_s_names(spark, ka
     latency = [line for line in lines if line.startswith("end-to-end latency of output records: p50 ")]
     p50, p95 = (float(part.split()[1].replace(",", "")) for part in latency[0].split(": ", 1)[1].split(", "))
     assert started - timestamp <= p50 <= p95 <= (time.time() * 1000 - timestamp) * 1.1  # bucket bounds 9 % apart
+
+
+def test_a_clean_close_keeps_the_stores_and_the_next_run_restores_only_what_follows(spark, kafkaBroker, tmp_path):
+    """Kafka Streams' clean close under exactly-once: each task's local store stays with a
+    checkpoint of its changelogs' end offsets (``.checkpoint``), which the next run takes in and
+    deletes, restoring only the changelog records after it (none here); the counts go on exactly
+    (rules RP-1, RP-2 through the repartition topic). A checkpoint outside its changelog (an offset
+    past the partition's end: the topic was recreated since) is not trusted: the store is
+    restored whole, with the same counts."""
+    import json
+
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    src, out, appId = "continuous-reuse-in", "continuous-reuse-out", "continuous-reuse"
+    topics.createTopic(src, 2)
+    topics.createTopic(out, 2)
+    props = {"application.id": appId, "bootstrap.servers": kafkaBroker.bootstrapServers,
+             "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+             "kspark.store.dir": str(tmp_path / "stores"), "statestore.cache.max.bytes": 0,
+             StreamsConfig.TRIGGER_CONFIG: "continuous"}
+    changelog = f"{appId}-recount-changelog"
+    root = tmp_path / "stores" / "stream-threads"
+    records: list = []
+
+    def run(start: int) -> list[dict]:
+        """Write 200 records, run until every count is out, close; the threads' summaries."""
+        records.extend(wave(topics, src, start, 200))
+        streams = KafkaStreams(recountTopology(src, out), props, spark=spark)
+        streams.start()
+        try:
+            waitFor(lambda: sum(map(len, countsOut(topics, out).values())) >= len(records), "every record's count",
+                    streams)
+            # taken in and deleted as the tasks start: a crash from here on restores whole
+            assert not list(root.glob("*/.checkpoint"))
+        finally:
+            streams.close()
+        assert streams.state() == KafkaStreams.NOT_RUNNING
+        return streams._streamThreads.summaries
+
+    def restored(summaries: list[dict]) -> int:
+        return sum(s["restoredRecords"] for s in summaries)
+
+    assert restored(run(0)) == 0  # a new application: empty changelogs
+    checkpoints = {path.parent.name: json.loads(path.read_text()) for path in root.glob("*/.checkpoint")}
+    ends = topics.endOffsets(changelog)  # the counting tasks' (the re-keying ones have no store)
+    assert {task: c["offsets"] for task, c in checkpoints.items()} == {
+        "1_0": {changelog: ends[0]}, "1_1": {changelog: ends[1]}}
+
+    assert restored(run(200)) == 0  # the stores kept, at their changelogs' ends
+
+    for task in ("1_0", "1_1"):  # a checkpoint past its changelog's end
+        path = root / task / ".checkpoint"
+        checkpoint = json.loads(path.read_text())
+        checkpoint["offsets"] = {changelog: 10 ** 9}
+        path.write_text(json.dumps(checkpoint))
+    logged = sum(len(topics.read(changelog, p, 0, end)) for p, end in topics.endOffsets(changelog).items())
+    assert logged >= 2 * KEYS  # each key's count logged at least once per run
+    assert restored(run(400)) == logged  # every changelog record: restored whole
+
+    got = countsOut(topics, out)
+    with TopologyTestDriver(recountTopology(src, out)) as driver:
+        inputs = driver.createInputTopic(src, Serdes.String(), Serdes.String())
+        for key, value, ts in records:
+            inputs.pipeInput(key.decode(), value.decode(), ts)
+        expected = driver.createOutputTopic(out, Serdes.String(), Serdes.Long()).readKeyValuesToMap()
+    assert {k: counts for k, counts in got.items()} == {k: list(range(1, n + 1)) for k, n in expected.items()}
+    assert sum(expected.values()) == 600
+
+
+class _SeenCounter:
+    """addGlobalStore's processor: how many records each key had on the global topic (a restore
+    runs the records through it again, KIP-813)."""
+
+    def init(self, context):
+        self.store = context.getStateStore("seen")
+
+    def process(self, record):
+        self.store.put(record.key(), (self.store.get(record.key()) or 0) + 1)
+
+    def close(self):
+        pass
+
+
+class _WithSeen:
+    """An order's code with its count in the global store."""
+
+    def init(self, context):
+        self.context, self.seen = context, context.getStateStore("seen")
+
+    def process(self, record):
+        self.context.forward(record.withValue(f"{record.value()}:{self.seen.get(record.value())}"))
+
+    def close(self):
+        pass
+
+
+def test_a_kept_store_s_global_copies_are_restored_whole_not_over_what_they_held(spark, kafkaBroker, tmp_path):
+    """A task's copy of a global store is restored whole at every start, through its processor
+    (``addGlobalStore``, KIP-813), also when the task's store directory was kept by a clean
+    close: the kept copy is emptied first, so the counts of the global records are not added
+    twice (rules J-7, J-8: the orders read the global store as the global topic gave it)."""
+    from kspark.state import Stores
+
+    topics = openTopics({"bootstrap.servers": kafkaBroker.bootstrapServers})
+    for topic in ("reuse-seen", "reuse-orders", "reuse-enriched"):
+        topics.createTopic(topic, 1)
+    key = Serdes.String()
+
+    def topology():
+        b = StreamsBuilder()
+        b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("seen"), key, Serdes.Long())
+                         .withLoggingDisabled(), "reuse-seen", Consumed.with_(key, key), _SeenCounter)
+        (b.stream("reuse-orders", Consumed.with_(key, key)).process(_WithSeen)
+         .to("reuse-enriched", Produced.with_(key, key)))
+        return b.build()
+
+    props = {"application.id": "continuous-reuse-global", "bootstrap.servers": kafkaBroker.bootstrapServers,
+             "processing.guarantee": "exactly_once_v2", "state.dir": str(tmp_path / "state"),
+             "kspark.store.dir": str(tmp_path / "stores"), StreamsConfig.TRIGGER_CONFIG: "continuous"}
+
+    def run(seen: list[str], orders: list[str]) -> list[str]:
+        now = int(time.time() * 1000)
+        topics.produce("reuse-seen", [(k.encode(), b"x", now) for k in seen], partitioner=partitionForKey)
+        topics.produce("reuse-orders", [(f"o{i}".encode(), code.encode(), now) for i, code in enumerate(orders)],
+                       partitioner=partitionForKey)
+        streams = KafkaStreams(topology(), props, spark=spark)
+        streams.start()
+        try:
+            waitFor(lambda: caughtUp(topics, "continuous-reuse-global", ["reuse-orders"]), "the orders processed",
+                    streams)
+        finally:
+            streams.close()
+        return [v.decode() for v in topics.read("reuse-enriched", 0, 0, topics.endOffsets("reuse-enriched")[0])
+                .column("value").to_pylist()]
+
+    assert run(["A", "A", "B", "A"], ["A", "B"]) == ["A:3", "B:1"]
+    assert list((tmp_path / "stores" / "stream-threads").glob("*/.checkpoint"))  # kept by the clean close
+    assert run(["A"], ["A", "B"]) == ["A:3", "B:1", "A:4", "B:1"]

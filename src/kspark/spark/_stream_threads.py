@@ -15,8 +15,10 @@ until the application closes (bench/README.md round 22b measured the shape; roun
   the group: the driver is its member, :class:`kspark.topics._kafka.GroupMember`), kspark's own
   ``StreamTask`` per task (the engine TopologyTestDriver and the micro-batch host run) with its
   persistent stores in a local RocksDB restored from their changelog topics before it initializes
-  (Kafka Streams' restoration; always whole, in a new directory per attempt, as Kafka Streams
-  does with local state it cannot trust under exactly-once), the partition times seeded from the
+  (Kafka Streams' restoration: whole, in a new directory, unless the task's last run on this
+  machine stopped cleanly and left a checkpoint of its changelogs' offsets, from which it restores
+  on in the directory it kept; a crash leaves none, as Kafka Streams trusts local state under
+  exactly-once only after a clean close), the partition times seeded from the
   committed offsets' metadata, and one transactional producer (``transactional.id``
   ``<application.id>-kspark-stream-thread-<i>``: stable per thread, so a retried or restarted
   thread's ``init_transactions`` fences the previous one and aborts its open transaction, as
@@ -91,6 +93,7 @@ EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
 """Kafka Streams' ``commit.interval.ms`` default under exactly-once (``StreamsConfig``)."""
 _STOP_GRACE_S = 30.0
 _INTERVALS_KEPT = 60
+_CHECKPOINT = ".checkpoint"
 """The seconds of metrics rows a stream thread's metrics file keeps for the driver's poll."""
 
 
@@ -320,10 +323,12 @@ def streamThread(index: int, plans: list[dict], spec: dict):
     with open(os.path.join(spec["control"], f"pid-{index}-{attempt}"), "w") as f:  # tests kill it by this
         f.write(str(os.getpid()))
     thread = _StreamThread(index, plans, spec, attempt)
+    clean = False
     try:
         thread.run()
+        clean = True
     finally:
-        thread.close()
+        thread.close(clean)
     yield thread.summary()
 
 
@@ -353,6 +358,7 @@ class _StreamThread:
         self.stores: dict[str, object] = {}  # task id -> PersistentTaskState or None
         self.taskOf: dict[tuple[str, int], str] = {}  # source (topic, partition) -> task id
         self.partitionOf: dict[str, int] = {}  # task id -> its partition
+        self.storeDirs: dict[str, str] = {}  # task id -> its store directory's name under <root>/<task id>
         self.restoredRecords = 0
         self.commits = 0
         self.processed = 0
@@ -396,18 +402,27 @@ class _StreamThread:
         for i, p in owned:
             plan = plans[i]
             taskId = f"{plan['subtopology'].id}_{p}"
-            # a new directory per attempt; earlier attempts' directories of this task are removed
+            # the directory a clean close kept, else a new one
             taskRoot = os.path.join(self.root, taskId)
-            shutil.rmtree(taskRoot, ignore_errors=True)
-            task = TaskStatefulProcessor({**plan, "storeDir": os.path.join(taskRoot, uuid.uuid4().hex[:8])})._newTask(
+            clean = self._takeCheckpoint(taskRoot, p)
+            if clean is None:  # earlier attempts' directories of this task are removed
+                shutil.rmtree(taskRoot, ignore_errors=True)
+            self.storeDirs[taskId] = clean["dir"] if clean is not None else uuid.uuid4().hex[:8]
+            task = TaskStatefulProcessor({**plan, "storeDir": os.path.join(taskRoot, self.storeDirs[taskId])})._newTask(
                 taskId, p)
             state = task.persistentState
             if state is not None:
                 try:
-                    if state.open(checkpointId, None):
+                    reused = False
+                    if clean is not None:  # else (False) the database was wiped for a whole restore
+                        reused = state.open(clean["checkpointId"], None)
+                    elif state.open(checkpointId, None):
                         raise StreamsException(f"task [{taskId}]: a new store directory held a store")
+                    if reused and task.globalStores:  # restored whole below, as at every start
+                        state.wipeStores(task.globalStores)
                     self.restoredRecords += restoreStores(state, self.topics, p, checkpointId, 1 << 62,
-                                                          localTopics=False, taskId=taskId)
+                                                          localTopics=False, taskId=taskId,
+                                                          startOffsets=clean["offsets"] if reused else None)
                     if task.globalStores:
                         sources = globalStoreSources(plan["subtopology"])
                         reprocess = {name: GlobalStoreReprocessor(task, name, *sources[name])
@@ -756,14 +771,62 @@ class _StreamThread:
     def subtopologies(self) -> list[int]:
         return sorted({self.subtopologyOf(taskId) for taskId in self.tasks})
 
-    def close(self) -> None:
+    def _takeCheckpoint(self, taskRoot: str, partition: int) -> dict | None:
+        """The checkpoint a clean close left in ``taskRoot`` (:meth:`close`), removed as it is
+        read, as Kafka Streams deletes a task's ``.checkpoint`` file under exactly-once when it
+        takes the task's local state in (a crash from here on leaves none: the next attempt
+        restores whole). None without one, or when its store directory is gone or an offset is
+        outside its changelog partition's offsets (a changelog deleted or truncated since)."""
+        import json
+
+        path = os.path.join(taskRoot, _CHECKPOINT)
+        try:
+            with open(path) as f:
+                checkpoint = json.load(f)
+            os.remove(path)
+        except (OSError, ValueError):
+            return None
+        if not os.path.isdir(os.path.join(taskRoot, checkpoint["dir"])):
+            return None
+        for topic, offset in checkpoint["offsets"].items():
+            if self.topics.partitionsFor(topic) is None or not (
+                    self.topics.beginningOffsets(topic)[partition] <= offset <= self.topics.endOffsets(topic)[partition]):
+                log.info("%s: the checkpoint of %s is outside its changelog %s-%d; restoring it whole", taskRoot,
+                         offset, topic, partition)
+                return None
+        return checkpoint
+
+    def close(self, clean: bool = False) -> None:
+        """Close the consumer and the stores. ``clean`` (the thread stopped after its last
+        commit): each task's store directory stays, with a checkpoint of its changelogs' end
+        offsets, which the next run's thread on this machine takes in and restores on from (Kafka
+        Streams' ``.checkpoint`` at a clean close under exactly-once); else the directories are
+        removed (the stores are in their changelogs: the next attempt restores them whole)."""
+        import json
+
         if self.consumer is not None:
             self.consumer.close()
-        for state in self.stores.values():
-            if state is not None:
-                state.close()
-        for taskId in self.tasks:  # the stores are in their changelogs: the next attempt restores them
-            shutil.rmtree(os.path.join(self.root, taskId), ignore_errors=True)
+        kept = set()
+        for taskId, state in self.stores.items():
+            if state is None:
+                continue
+            try:
+                offsets = {topic: self.topics.endOffsets(topic)[self.partitionOf[taskId]]
+                           for topic in state.logged.values() if topic is not None} if clean else None
+            except Exception:  # noqa: BLE001 - the next attempt restores whole
+                log.warning("task [%s]: its changelogs' end offsets could not be read; the next run restores its "
+                            "stores whole", taskId, exc_info=True)
+                offsets = None
+            state.close()  # its writes on disk before the checkpoint says so
+            if offsets is not None:
+                path = os.path.join(self.root, taskId, _CHECKPOINT)
+                with open(path + ".tmp", "w") as f:
+                    json.dump({"dir": self.storeDirs[taskId], "checkpointId": self.checkpointId, "offsets": offsets}, f)
+                os.replace(path + ".tmp", path)
+                kept.add(taskId)
+        for taskId in self.tasks:
+            if taskId not in kept:
+                shutil.rmtree(os.path.join(self.root, taskId), ignore_errors=True)
 
     def summary(self) -> dict:
         return {"thread": self.index, "tasks": sorted(self.tasks), "restoredRecords": self.restoredRecords,

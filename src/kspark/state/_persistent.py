@@ -740,6 +740,13 @@ class PersistentTaskState:
             self._dropRemovedStores()
         return ok
 
+    def wipeStores(self, names) -> None:
+        """Delete every entry of stores ``names`` (to be restored whole: a task's copies of the
+        global stores, on a database kept from an earlier run)."""
+        for name in names:
+            prefix = storePrefix(name)
+            self.db.deleteRange(prefix, prefixEnd(prefix))
+
     def _dropRemovedStores(self) -> None:
         """Delete the entries of stores the topology no longer has (topology evolution)."""
         for name in self.db.storeNames() - set(self.stores):
