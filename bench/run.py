@@ -1595,7 +1595,8 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
         with TreeSampler(dirs, exclude=exclude) as sampler:
             if continuous:
                 phase = "continuous"
-                _p5Continuous(KafkaStreams(p5Topology(source, sink), {**config, "kspark.trigger": "continuous"}, spark=spark),
+                _p5Continuous(lambda: KafkaStreams(p5Topology(source, sink), {**config, "kspark.trigger": "continuous"},
+                                                   spark=spark),
                               topics, source, appId, parts, steadyIds, ts[n:], batchRecords, sampler, broker, out)
             def run(name: str, maxRecords: int) -> None:
                 nonlocal phase
@@ -1642,16 +1643,27 @@ def p5Spark(system: str, n: int, args, work: Path, broker: dict | None) -> dict:
     return out
 
 
-def _p5Continuous(streams, topics, source: str, appId: str, parts: np.ndarray, steadyIds: np.ndarray,
+P5_RESTART_RECORDS = 10_000
+"""Records each of P5-kafka-continuous's restart phases processes (the last of the steady ids)."""
+
+
+def _p5Continuous(newStreams, topics, source: str, appId: str, parts: np.ndarray, steadyIds: np.ndarray,
                   stamps: np.ndarray, batchRecords: int, sampler: TreeSampler, broker: dict, out: dict) -> None:
-    """P5's phases for ``p5-kafka-continuous``: one ``kspark.trigger`` continuous run of ``streams``
-    timed as :func:`p5Java` times Kafka Streams. The load (already in ``source``) runs from
-    ``start()`` until the group's committed offsets reach the input's end; then the warm-up
-    batch's records, then the steady batches' records, each phase's records written in ONE
-    Kafka transaction: the run's ``read_committed`` consumers see none of them until it commits
-    (Kafka Streams is paused while its records are written), and the phase's clock runs from the
-    commit until the committed offsets reach the new end, as Java's from ``resume()``. Per phase:
-    seconds, records, CPU-s and peak RSS of this process tree (the broker excluded: ``broker_cpu_seconds``)."""
+    """P5's phases for ``p5-kafka-continuous``: one ``kspark.trigger`` continuous run of
+    ``newStreams()`` timed as :func:`p5Java` times Kafka Streams. The load (already in ``source``)
+    runs from ``start()`` until the group's committed offsets reach the input's end; then the
+    warm-up batch's records, then the steady batches' records but the last
+    2 x :data:`P5_RESTART_RECORDS`, each phase's records written in ONE Kafka transaction: the
+    run's ``read_committed`` consumers see none of them until it commits (Kafka Streams is paused
+    while its records are written), and the phase's clock runs from the commit until the
+    committed offsets reach the new end, as Java's from ``resume()``. Then two restarts, each a
+    new run after ``close()``, timed from ``start()`` until it has processed its records (written
+    in one transaction right after ``start()``): ``restart_checkpoint`` takes in the stores the
+    clean close kept (restoring the changelogs from their checkpoints), ``restart_whole`` finds
+    the checkpoints deleted and restores every store whole from its changelog. Per phase:
+    seconds, records, CPU-s and peak RSS of this process tree (the broker excluded:
+    ``broker_cpu_seconds``); a restart's ``restored_records`` and its threads' ``startup_seconds``
+    (restore included) from their summaries."""
     from confluent_kafka import Producer
 
     def clock(name: str, records: int, t0: float, caughtUp) -> None:
@@ -1668,37 +1680,62 @@ def _p5Continuous(streams, topics, source: str, appId: str, parts: np.ndarray, s
 
     ends = topics.endOffsets(source)  # the load's, written before the run
     caughtUp = _groupCaughtUp(topics, appId, {(source, p): e for p, e in ends.items()})
+    producer = Producer({**topics.producerConfig, "transactional.id": f"{appId}-bench-input", "linger.ms": "20",
+                         "transaction.timeout.ms": "300000", "message.timeout.ms": "300000"})
+    producer.init_transactions(30)
+
+    def write(lo: int, hi: int) -> None:
+        """Write the steady ids ``lo:hi`` in one transaction; the ends it makes: each partition's
+        records and its commit marker (read back instead, the last stable offset can lag the
+        commit's return for a moment)."""
+        nonlocal ends
+        ids = steadyIds[lo:hi]
+        keys = p5Keys(ids).view(f"S{P5_KEY_WIDTH}").ravel().tolist()
+        producer.begin_transaction()
+        for key, partition, stamp in zip(keys, parts[ids].tolist(), stamps[lo:hi].tolist()):
+            while True:
+                try:
+                    producer.produce(source, b"1", key, partition=partition, timestamp=stamp)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.commit_transaction(60)
+        written = np.bincount(parts[ids], minlength=len(ends))
+        ends = {p: e + int(written[p]) + 1 if written[p] else e for p, e in ends.items()}
+
+    def close(streams, phase: str) -> None:
+        closing = time.time()
+        streams.close()
+        out["close_seconds"] = round(time.time() - closing, 2)
+        if phase.startswith("restart") and phase in out:  # what its threads restored at their start
+            summaries = streams._streamThreads.summaries
+            out[phase].update({"restored_records": sum(s["restoredRecords"] for s in summaries),
+                               "startup_seconds": max(s["startupSeconds"] for s in summaries)})
+
+    restartAt = len(steadyIds) - 2 * P5_RESTART_RECORDS
+    streams, phase = newStreams(), "load"
     t0 = time.time()
     streams.start()
     try:
         clock("load", len(parts), t0, caughtUp)
-        producer = Producer({**topics.producerConfig, "transactional.id": f"{appId}-bench-input", "linger.ms": "20",
-                             "transaction.timeout.ms": "300000", "message.timeout.ms": "300000"})
-        producer.init_transactions(30)
-        for name, lo, hi in (("warmup", 0, batchRecords), ("steady", batchRecords, len(steadyIds))):
-            ids = steadyIds[lo:hi]
-            keys = p5Keys(ids).view(f"S{P5_KEY_WIDTH}").ravel().tolist()
-            producer.begin_transaction()
-            for key, partition, stamp in zip(keys, parts[ids].tolist(), stamps[lo:hi].tolist()):
-                while True:
-                    try:
-                        producer.produce(source, b"1", key, partition=partition, timestamp=stamp)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-            producer.commit_transaction(60)
+        for name, lo, hi in (("warmup", 0, batchRecords), ("steady", batchRecords, restartAt)):
+            write(lo, hi)
             t0 = time.time()
-            # the ends the commit makes: each partition's records and its commit marker (read
-            # back instead, the last stable offset can lag the commit's return for a moment)
-            written = np.bincount(parts[ids], minlength=len(ends))
-            ends = {p: e + int(written[p]) + 1 if written[p] else e for p, e in ends.items()}
             clock(name, hi - lo, t0, _groupCaughtUp(topics, appId, {(source, p): e for p, e in ends.items()}))
             if topics.endOffsets(source) != ends:
                 raise RuntimeError(f"{source}'s ends after {name}: {topics.endOffsets(source)}, expected {ends}")
+        for name, lo in (("restart_checkpoint", restartAt), ("restart_whole", restartAt + P5_RESTART_RECORDS)):
+            close(streams, phase)
+            if name == "restart_whole":  # the clean close's checkpoints deleted: restored whole
+                for checkpoint in Path(streams._storeDir()).glob("stream-threads/*/.checkpoint"):
+                    checkpoint.unlink()
+            streams, phase = newStreams(), name
+            t0 = time.time()
+            streams.start()
+            write(lo, lo + P5_RESTART_RECORDS)
+            clock(name, P5_RESTART_RECORDS, t0, _groupCaughtUp(topics, appId, {(source, p): e for p, e in ends.items()}))
     finally:
-        closing = time.time()
-        streams.close()
-        out["close_seconds"] = round(time.time() - closing, 2)
+        close(streams, phase)
     s = out["steady"]
     out.update({"records_per_s": round(s["records"] / s["seconds"]),
                 "s_per_batch_equivalent": round(s["seconds"] * batchRecords / s["records"], 3),
