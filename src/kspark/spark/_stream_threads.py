@@ -93,8 +93,9 @@ EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
 """Kafka Streams' ``commit.interval.ms`` default under exactly-once (``StreamsConfig``)."""
 _STOP_GRACE_S = 30.0
 _INTERVALS_KEPT = 60
-_CHECKPOINT = ".checkpoint"
 """The seconds of metrics rows a stream thread's metrics file keeps for the driver's poll."""
+_CHECKPOINT = ".checkpoint"
+"""A task's checkpoint file after a clean close (:meth:`_StreamThread.close`)."""
 
 
 def threadOfTasks(plans: list[dict], threads: int) -> dict[tuple[int, int], int]:
@@ -784,11 +785,12 @@ class _StreamThread:
             with open(path) as f:
                 checkpoint = json.load(f)
             os.remove(path)
-        except (OSError, ValueError):
+            directory, offsets = str(checkpoint["dir"]), dict(checkpoint["offsets"])
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        if not os.path.isdir(os.path.join(taskRoot, checkpoint["dir"])):
+        if not directory or not os.path.isdir(os.path.join(taskRoot, directory)):
             return None
-        for topic, offset in checkpoint["offsets"].items():
+        for topic, offset in offsets.items():
             if self.topics.partitionsFor(topic) is None or not (
                     self.topics.beginningOffsets(topic)[partition] <= offset <= self.topics.endOffsets(topic)[partition]):
                 log.info("%s: the checkpoint of %s is outside its changelog %s-%d; restoring it whole", taskRoot,
