@@ -53,6 +53,15 @@ def countsOut(topics, out: str) -> dict[str, list[int]]:
     return got
 
 
+def driverCounts(src: str, out: str, records: list[tuple]) -> dict[str, int]:
+    """Each key's last count of :func:`recountTopology` in TopologyTestDriver over ``records``."""
+    with TopologyTestDriver(recountTopology(src, out)) as driver:
+        inputs = driver.createInputTopic(src, Serdes.String(), Serdes.String())
+        for key, value, ts in records:
+            inputs.pipeInput(key.decode(), value.decode(), ts)
+        return driver.createOutputTopic(out, Serdes.String(), Serdes.Long()).readKeyValuesToMap()
+
+
 def waitFor(condition, what: str, streams, timeoutS: float = 120) -> None:
     deadline = time.time() + timeoutS
     while not condition():
@@ -110,11 +119,7 @@ def test_continuous_run_killed_mid_run_then_restarted_counts_every_record_once(s
         streams.close()
 
     got = countsOut(topics, out)
-    with TopologyTestDriver(recountTopology(src, out)) as driver:
-        inputs = driver.createInputTopic(src, Serdes.String(), Serdes.String())
-        for key, value, ts in records:
-            inputs.pipeInput(key.decode(), value.decode(), ts)
-        expected = driver.createOutputTopic(out, Serdes.String(), Serdes.Long()).readKeyValuesToMap()
+    expected = driverCounts(src, out, records)
     assert len(expected) == KEYS
     assert {k: counts[-1] for k, counts in got.items()} == expected
     assert {k: counts for k, counts in got.items()} == {k: list(range(1, n + 1)) for k, n in expected.items()}
@@ -453,11 +458,7 @@ def test_a_clean_close_keeps_the_stores_and_the_next_run_restores_only_what_foll
     assert restored(run(400)) == logged  # every changelog record: restored whole
 
     got = countsOut(topics, out)
-    with TopologyTestDriver(recountTopology(src, out)) as driver:
-        inputs = driver.createInputTopic(src, Serdes.String(), Serdes.String())
-        for key, value, ts in records:
-            inputs.pipeInput(key.decode(), value.decode(), ts)
-        expected = driver.createOutputTopic(out, Serdes.String(), Serdes.Long()).readKeyValuesToMap()
+    expected = driverCounts(src, out, records)
     assert {k: counts for k, counts in got.items()} == {k: list(range(1, n + 1)) for k, n in expected.items()}
     assert sum(expected.values()) == 600
 
