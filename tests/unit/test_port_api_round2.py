@@ -257,3 +257,41 @@ def test_an_explicit_start_still_wins():
         d.advanceWallClockTime(1000)
         assert [(r.key(), r.value(), r.timestamp()) for r in d.createOutputTopic("out").readRecordsToList()] == [
             (None, "5000", 70), (None, "5000", 73), ("tick", "6000", 6000)]
+
+
+def test_a_global_store_passed_to_a_processor_is_refused_as_kafka_refuses_it(kafka):
+    """Rule E-1: any processor reads a global store without being connected to it, and naming one
+    is a ``TopologyException`` with Kafka's text (``InternalTopologyBuilder
+    .connectProcessorAndStateStore``; PortApi.java gets it from Kafka Streams itself, at
+    ``build()``; kspark raises it at the ``process()`` call), through ``KStream.process`` and
+    ``Topology.connectProcessorAndStateStores`` alike."""
+    from kspark import Consumed, Serdes, StreamsBuilder, TopologyException
+    from kspark.state import Stores
+
+    class Noop:
+        def init(self, context):
+            pass
+
+        def process(self, record):
+            pass
+
+        def close(self):
+            pass
+
+    text = ("Invalid topology: Global StateStore seen can be used by a Processor without being specified; it should "
+            "not be explicitly passed.")
+    assert kafka["globalStorePassed"]["class"] == "TopologyException"
+    assert kafka["globalStorePassed"]["message"] == text
+    b = StreamsBuilder()
+    b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.Long())
+                     .withLoggingDisabled(), "global", Consumed.with_(Serdes.String(), Serdes.String()), Noop)
+    stream = b.stream("orders")
+    with pytest.raises(TopologyException) as e:
+        stream.process(Noop, "seen")
+    assert str(e.value) == text
+    stream.process(Noop)  # without naming it: accepted
+    topology = b.build()
+    topology.addProcessor("own", Noop, "KSTREAM-SOURCE-0000000002")
+    with pytest.raises(TopologyException) as e:
+        topology.connectProcessorAndStateStores("own", "seen")
+    assert str(e.value) == text

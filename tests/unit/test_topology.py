@@ -85,36 +85,3 @@ def test_unknown_config_key_is_a_config_exception():
     with pytest.raises(ConfigException, match="Invalid value 5x for configuration max.task.idle.ms: Not a number of type LONG"):
         StreamsConfig({"max.task.idle.ms": "5x"})  # "5" is 5, as in Kafka (test_config.py)
 
-
-def test_a_global_store_passed_to_a_processor_is_refused_as_kafka_refuses_it():
-    """Kafka's ``InternalTopologyBuilder.connectProcessorAndStateStore``: any processor reads a
-    global store without being connected to it, and naming one is a ``TopologyException``
-    (through ``KStream.process`` and ``Topology.connectProcessorAndStateStores`` alike)."""
-    from kspark import Consumed, Serdes, StreamsBuilder, TopologyException
-    from kspark.state import Stores
-
-    class Noop:
-        def init(self, context):
-            pass
-
-        def process(self, record):
-            pass
-
-        def close(self):
-            pass
-
-    text = ("Invalid topology: Global StateStore seen can be used by a Processor without being specified; it should "
-            "not be explicitly passed.")
-    b = StreamsBuilder()
-    b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.Long())
-                     .withLoggingDisabled(), "global", Consumed.with_(Serdes.String(), Serdes.String()), Noop)
-    stream = b.stream("orders")
-    with pytest.raises(TopologyException) as e:
-        stream.process(Noop, "seen")
-    assert str(e.value) == text
-    stream.process(Noop)  # without naming it: accepted
-    topology = b.build()
-    topology.addProcessor("own", Noop, "KSTREAM-SOURCE-0000000002")
-    with pytest.raises(TopologyException) as e:
-        topology.connectProcessorAndStateStores("own", "seen")
-    assert str(e.value) == text

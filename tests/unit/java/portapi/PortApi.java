@@ -15,16 +15,18 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
  * Issue 36 items 9 and 10 on Kafka Streams itself: when bootstrap.servers is validated, and the
- * TopologyTestDriver's wall clock and input topics' start time without an explicit one. Prints one
- * JSON object: {case: result}.
+ * TopologyTestDriver's wall clock and input topics' start time without an explicit one; a global
+ * store's name passed to process(). Prints one JSON object: {case: result}.
  */
 public final class PortApi {
     private static String quote(String s) {
@@ -126,6 +128,23 @@ public final class PortApi {
             }
             out.add("\"clock\":{\"before\":" + before + ",\"created\":" + created + ",\"after\":" + after
                 + ",\"records\":" + records + "}");
+        }
+        // a global store's name passed to process(): refused when the topology is built
+        try {
+            StreamsBuilder b = new StreamsBuilder();
+            b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("seen"), Serdes.String(),
+                    Serdes.Long()).withLoggingDisabled(), "global", Consumed.with(Serdes.String(), Serdes.String()),
+                () -> new Processor<String, String, Void, Void>() {
+                    public void process(Record<String, String> record) { }
+                });
+            b.<String, String>stream("orders").process(
+                () -> new Processor<String, String, String, String>() {
+                    public void process(Record<String, String> record) { }
+                }, "seen");
+            b.build();
+            out.add("\"globalStorePassed\":\"ok\"");
+        } catch (Exception e) {
+            out.add("\"globalStorePassed\":" + error(e));
         }
         System.out.println("{" + String.join(",", out) + "}");
     }
