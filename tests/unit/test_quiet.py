@@ -105,6 +105,17 @@ def test_the_aborted_batch_of_a_stop_is_not_reported_as_an_error(monkeypatch, qu
     assert pumped(monkeypatch, interrupted) == ""
     failedRead = b"26/11/27 07:15:44 ERROR ShuffleBlockFetcherIterator: Error occurred while fetching local blocks\n"
     assert pumped(monkeypatch, failedRead) == failedRead.decode()  # any other exception comes with its trace: shown
+    # CI's Ctrl-C run: a task killed while its RocksDB state store renamed its changelog file
+    # (Hadoop's RawLocalFileSystem runs readlink in a child process and waits for it; frames abridged)
+    joining = (b"26/11/28 02:35:52 WARN Shell: Interrupted while joining on: Thread[Thread-349,5,main]\n"
+               b"java.lang.InterruptedException\n"
+               b"\tat java.base/java.lang.Object.wait(Native Method)\n"
+               b"\tat org.apache.hadoop.util.Shell.joinThread(Shell.java:1106)\n"
+               b"\tat org.apache.spark.sql.execution.streaming.state.RocksDB.commit(RocksDB.scala:1905)\n")
+    after = b"kspark executor 4242 WARNING kspark.state: still shown\n"
+    assert pumped(monkeypatch, joining + after) == after.decode()
+    other = b"26/11/28 02:35:52 WARN Shell: Failed to run readlink\n"
+    assert pumped(monkeypatch, other) == other.decode()  # only the interrupted wait
 
 
 def test_a_writer_task_killed_by_a_stop_logs_no_error(monkeypatch, quiet):

@@ -59,13 +59,16 @@ STOPPING_NOISE = re.compile(r".* (ERROR WriteToDataSourceV2Exec: (\[[^]]*\] )*Da
                             r"|WARN DiskBlockObjectWriter: (\[[^]]*\] )*Error deleting \S*/temp_shuffle_[0-9a-f-]+"
                             r"|ERROR Utils: (\[[^]]*\] )*Aborting task"
                             r"|ERROR ShuffleBlockFetcherIterator: (\[[^]]*\] )*Error occurred while fetching local blocks, .*"
+                            r"|WARN Shell: (\[[^]]*\] )*Interrupted while joining on: Thread\[.*\]"
                             r"|ERROR DataWritingSparkTask: (\[[^]]*\] )*Abort(ing|ed) commit for partition \d+ "
                             r"\(task \d+, attempt \d+, stage [\d.]+\))$")
 """What Spark logs when ``StreamingQuery.stop()`` interrupts a micro-batch: its running tasks are
 killed ("Lost task ..."; a killed shuffle-map task reverting its partial output warns of the
 temporary shuffle files it had not created yet; a killed writer task logs "Aborting task" with
 the ``TaskKilledException``'s stack trace, then aborts its commit; a task killed while reading its local shuffle
-blocks logs the ``ClosedByInterruptException`` as "..., null" without a trace, SPARK-28340), a broadcast being stored for the batch's plan
+blocks logs the ``ClosedByInterruptException`` as "..., null" without a trace, SPARK-28340; a task killed while
+its state store commits renames the changelog file through Hadoop's local file system, which runs a ``readlink``
+process and warns with the ``InterruptedException`` when interrupted waiting for it), a broadcast being stored for the batch's plan
 is given up, and the batch is aborted, as a stop means (it is not committed; a restart runs it again). The stop can
 interrupt the abort itself ("... failed to abort.", logged without a trace): the local-topics sink's next commit
 deletes the staged files an abort left, and a Kafka transaction aborts whole. Dropped once
