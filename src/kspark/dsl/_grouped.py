@@ -7,6 +7,7 @@ from ..state import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from ._config_objects import MATERIALIZED, NAMED, Grouped, Materialized, Repartitioned, _supplierOf, keyValueStoreBuilder
 from ._internals.aggregation import KStreamAggregate
 from ._internals.ktable import MaterializedTableSupplier
+from ._internals.session_count_batch import countAggregator, countInitializer
 from ._ktable import KTable
 from ._overloads import bind
 
@@ -88,7 +89,7 @@ class KGroupedStream:
         materialized = self._withSerdes(materialized, Serdes.Long())
         caching = materialized.caching
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized,
-                               lambda store: KStreamAggregate(store, lambda: 0, lambda k, v, agg: agg + 1, caching=caching))
+                               lambda store: KStreamAggregate(store, countInitializer, countAggregator, caching=caching))
 
     def reduce(self, reducer: Callable, named=None, materialized: Materialized | None = None) -> KTable:
         """``reducer(aggregate, value)`` per key, starting from the key's first value (Kafka
@@ -315,7 +316,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def count(self, named=None, materialized: Materialized | None = None) -> KTable:
         """Records per session, ``Serdes.Long()`` values (SA-12: initializer 0, aggregator +1,
         merger a + b). Forms as ``KGroupedStream.count``."""
-        from ._internals.session_count_batch import countAggregator, countInitializer, countMerger
+        from ._internals.session_count_batch import countMerger
 
         named, materialized = _options(*_countForms("SessionWindowedKStream"), named, materialized)
         _burnForCount(self._grouped._stream._builder, materialized)

@@ -11,6 +11,7 @@ from ...serialization import Serde
 from ...state import ValueAndTimestamp
 from .cache import RecordCache
 from .common import Change, dropped, oldValueToForward
+from .fast_paths import aggregateFastPath
 from .ktable import ValueGetterSupplier, materializedView, valueOrNull
 
 
@@ -57,6 +58,14 @@ class KStreamAggregate(ContextualProcessor):
             timestamp = max(record.timestamp(), old.timestamp)
         self.store.put(key, ValueAndTimestamp(newAgg, timestamp))
         self.cache.forward(Record(key, Change(newAgg, oldAgg), timestamp, record._headers), old is not None)
+
+    def fastPath(self, task, source, node, queue):
+        """The fused loop of ``source -> this -> toStream() -> to()`` (see ``StreamTask._buildFastPath``),
+        or None when the graph has another shape or the record cache is on
+        (``fast_paths.aggregateFastPath`` gives the conditions).
+
+        Same records, timestamps, stores, counters, drops and errors as the per-node path."""
+        return aggregateFastPath(self, task, source, node, queue)
 
 
 # ---------------------------------------------------------------------------- groupBy + aggregate

@@ -87,13 +87,12 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     import struct
 
     from ...runtime.partitioner import partitionForKey
-    from ...runtime.stream_task import ProducedRecord, classCastInvoking, serializationError
-    from ...serialization import IncompatibleTypeException
+    from ...runtime.stream_task import ProducedRecord, serializationError
     from .common import Change
     from ...serialization import _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
-    pg, context, store, sink = task.partitionGroup, task.context, agg.store, sinkNode.sink
+    context, store, sink = task.context, agg.store, sinkNode.sink
     topic, valueSerialize = sink.topic, sink.valueSerde.serialize
     inner = sink.keySerde.inner if type(sink.keySerde) is windowedSerde else None
     # String keys in the store and the sink: the store's key bytes are the sink's inner key bytes
@@ -105,8 +104,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     sessions = windowedSerde is _SessionWindowedSerde
     packEndStart = _END_START.pack
     produced = sink._produced
-    # record-e2e-latency of the source and the (terminal) sink: the timestamps they processed
-    sourceStamps, sinkStamps = source.stamps, sinkNode.stamps
+    sinkStamps = sinkNode.stamps  # record-e2e-latency of the (terminal) sink: the timestamps it wrote
 
     current = [None]  # the record being processed (for the error path)
 
@@ -169,6 +167,22 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         sinkStamps.append(timestamp)
 
     emit = emitStringLong if inner is not None and stringKeys and longValues and sessions else emitAny
+    return _recordLoop(task, source, node, queue, body, emit, stringKeys, current, False)
+
+
+def _recordLoop(task, source, node, queue, body, emit, stringKeys: bool, current: list, nullValues: bool):
+    """``run(limit)``: the record loop of a fused task ``source -> node -> ...`` (its queue
+    polled as ``PartitionGroup.nextRecord`` polls a task's only queue). A record with a null key
+    (and, if ``nullValues``, a null value) takes the per-node path; any other calls
+    ``body(emit, rec, key, ts, headers, kb, kb)``, ``kb`` the key's UTF-8 bytes when
+    ``stringKeys`` and the key is a str (else None). An exception of ``body`` goes to ``node``'s
+    processing handler, as ``StreamTask._processorCall``; ``current[0]`` is the record being
+    processed (for the emit's error path)."""
+    from ...runtime.stream_task import classCastInvoking
+    from ...serialization import IncompatibleTypeException
+
+    pg, context = task.partitionGroup, task.context
+    sourceStamps = source.stamps
 
     def perNode(rec) -> None:  # one record through the per-node path (StreamTask.process)
         context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
@@ -185,7 +199,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         if ts > pg.streamTime:
             pg.streamTime = ts
         key = rec.key
-        if key is None:
+        if key is None or (nullValues and rec.value is None):
             perNode(rec)
             return
         source.processed += 1
@@ -193,7 +207,12 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         node.processed += 1
         current[0] = rec
         try:
-            kb = key.encode("utf-8") if stringKeys and type(key) is str else None
+            kb = None
+            if stringKeys and type(key) is str:
+                try:
+                    kb = key.encode("utf-8")
+                except UnicodeEncodeError:  # lone surrogates: the serde's own way (the store's _keyBytes)
+                    pass
             body(emit, rec, key, ts, tuple(rec.headers) if rec.headers else (), kb, kb)
         except Exception as e:  # KIP-1033, as StreamTask._processorCall
             if getattr(e, "failedProcessing", False):  # failed (and handled) downstream
@@ -344,3 +363,124 @@ def timeWindowFastPath(agg: "KStreamWindowAggregate", task, source, node, toStre
 
 
 _tupleNew = tuple.__new__
+
+
+def aggregateFastPath(agg, task, source, node, queue):
+    """``run(limit)`` for ``KStreamAggregate.fastPath``: a non-windowed ``count``, ``reduce`` or
+    ``aggregate`` of ``groupByKey()`` (or of a repartition topic's source) whose only downstream
+    is ``toStream().to(topic)``, with ``process``'s steps inline; None for any other shape.
+
+    Taken only where it provably computes what the per-node path computes:
+
+    - the record cache is off (``Materialized.withCachingDisabled()`` or
+      ``statestore.cache.max.bytes=0``): a cache forwards at other times than on update;
+    - ``toStream().to(topic)`` with a static topic and the default partitioner is the only
+      downstream: ``toStream()`` forwards the new value, so the ``Change``'s old value is never
+      seen (but by a processing handler, which gets it as the per-node path builds it);
+    - the store is exactly a ``TimestampedKeyValueStore`` or its persistent class, whose point
+      read and write (``get``/``put`` of ``KeyValueStore`` and ``PersistentKeyValueStore``) are
+      inlined on its ``_data``: a dict, or the persistent store's ``WorkingSet``; a value of a
+      type the store keeps as is (``_IMMUTABLE``; others are frozen by ``put``), and an in-memory
+      store without a sorted key index (built by a first range read), else ``put`` itself.
+
+    Null keys and null values go through the per-node code (dropped and counted), exceptions to
+    the node's (aggregator) or ``toStream()``'s (sink) processing handler. A String-keyed store
+    with a String key serde and a Long value serde on the sink writes the sink's record from the
+    key's one UTF-8 encode and ``struct`` ``>q`` (``_LongSerde``'s packing); any other serde or
+    value goes through the sink's ``write``.
+    """
+    import struct
+
+    from ...runtime.partitioner import partitionForKey
+    from ...runtime.stream_task import ProducedRecord
+    from ...serialization import _LongSerde, _StringSerde
+    from ...state._persistent import PersistentTimestampedKeyValueStore, WorkingSet
+    from ...state._stores import _IMMUTABLE, TimestampedKeyValueStore
+    from .common import Change
+    from .session_count_batch import countAggregator, countInitializer
+
+    store = agg.store
+    if agg.cache.enabled or len(node.children) != 1 or \
+            type(store) not in (TimestampedKeyValueStore, PersistentTimestampedKeyValueStore):
+        return None
+    toStream = node.children[0]
+    if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
+        return None
+    sinkNode = toStream.children[0]
+    sink = sinkNode.sink
+    if sink is None or sink.topic is None or sink.partitioner is not None or sink.extractor is not None:
+        return None
+
+    context = task.context
+    topic, write, produced = sink.topic, sink.write, sink._produced
+    stringKeys = type(store._keySerde) is _StringSerde
+    stringLong = stringKeys and type(sink.keySerde) is _StringSerde and type(sink.valueSerde) is _LongSerde
+    packLong = struct.Struct(">q").pack
+    sinkStamps = sinkNode.stamps
+    initializer, aggregator, reduce, thaw, keyBytesOf = agg.initializer, agg.aggregator, agg.reduce, store._thaw, store._keyBytes
+    count = not reduce and initializer is countInitializer and aggregator is countAggregator
+    sendOld = agg.sendOldValues  # the Change's old value, as process builds it (cache off)
+    setEntry = dict.__setitem__
+    current = [None]
+
+    def emit(key, value, timestamp: int, headers: tuple, kb, oldAgg) -> None:
+        """``toStream()`` then the sink, for ``Change(value, oldAgg)`` (``kb``: the key's UTF-8
+        bytes, or None)."""
+        toStream.processed += 1
+        sinkNode.processed += 1
+        if kb is not None and stringLong and type(value) is int and -1 << 63 <= value < 1 << 63:
+            n = sink._n if sink._n is not None else sink.numPartitions()
+            produced.append(_tupleNew(ProducedRecord, (topic, 0 if n == 1 else partitionForKey(kb, n), timestamp, kb,
+                                                       packLong(value), headers)))
+            sinkStamps.append(timestamp)
+            return
+        rec = current[0]
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.sourceRecord = rec
+        try:
+            write(key, value, timestamp, headers)
+        except Exception as e:  # the sink's error, as the per-node path meets it: at toStream() (KIP-1033)
+            context.currentNode = toStream
+            task._processingFailed(toStream, Record(key, Change(value, oldAgg), timestamp, headers), e)
+            return
+        finally:
+            context.currentNode = context.metadata = context.sourceRecord = None
+        sinkStamps.append(timestamp)
+
+    def body(emit, rec, key, ts: int, headers: tuple, kb, innerBytes) -> None:
+        if kb is None:
+            kb = keyBytesOf(key)
+        value = rec.value
+        data = store._data  # replaced when a host resets the working set: read per record
+        entry = data.get(kb)
+        if entry is None:
+            if count:
+                newAgg, oldAgg = 1, 0
+            else:
+                initial = None if reduce else initializer()
+                newAgg, oldAgg = (value if reduce else aggregator(key, value, initial)), initial
+            timestamp = ts
+        else:
+            old = thaw(entry[1])
+            oldAgg = old.value
+            if count:
+                newAgg = oldAgg + 1
+            else:
+                newAgg = aggregator(oldAgg, value) if reduce else aggregator(key, value, oldAgg)
+            timestamp = ts if ts > old.timestamp else old.timestamp
+        if not sendOld:
+            oldAgg = None
+        if newAgg is not None and type(newAgg) in _IMMUTABLE:  # put(key, VAT), inline: kept as is (no freeze)
+            stored = (key, _tupleNew(ValueAndTimestamp, (newAgg, timestamp)))
+            if type(data) is WorkingSet:
+                setEntry(data, kb, stored)
+                data.dirty.add(kb)
+            elif store._sorted is None:
+                data[kb] = stored
+            else:
+                store.put(key, stored[1])
+        else:
+            store.put(key, ValueAndTimestamp(newAgg, timestamp))
+        emit(key, newAgg, timestamp, headers, innerBytes, oldAgg)
+
+    return _recordLoop(task, source, node, queue, body, emit, stringKeys, current, True)
