@@ -521,6 +521,31 @@ def test_a_sink_error_in_the_fused_loop_is_handled_at_tostream_as_per_node(kind,
         keyErrors, kind]
 
 
+@pytest.mark.parametrize("kind", ["session", "time"])
+def test_a_sink_error_in_the_fused_loop_writes_the_dead_letters_of_the_per_node_path(kind):
+    """KIP-1034 with ``errors.dead.letter.queue.topic.name``: a key serializer failing on "b" makes
+    the production handler write a dead-letter record of the input record (its raw bytes, topic,
+    partition, offset), then toStream()'s processing handler another, in both paths. The fused
+    loop wrote only the second before (its serde call skipped the production handler)."""
+    out = []
+    for fused in (True, False):
+        config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler,
+                  "errors.dead.letter.queue.topic.name": "dlq"}
+        with TopologyTestDriver(_wrongSinkSerde(kind, True), config, initialWallClockTime=0) as d:
+            if not fused:
+                d._task._fastPath = None
+            i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+            for k, ts in (("a", 1), ("b", 2), ("a", 3)):
+                i.pipeInput(k, "v", ts)
+            # the stack trace header names each path's own frames
+            out.append([(partition, ts, key, value, [(h, v) for h, v in headers if h != "__streams.errors.stacktrace"])
+                        for partition, ts, key, value, headers in d._outputs.get("dlq", ())])
+    assert out[0] == out[1]
+    assert [(key, value, dict(headers)["__streams.errors.exception"], dict(headers)["__streams.errors.offset"])
+            for _, _, key, value, headers in out[0]] == [
+        (b"b", b"v", b"ValueError", b"1"), (b"b", b"v", b"kspark.errors.StreamsException", b"1")]
+
+
 def test_a_sink_error_in_the_fused_loop_fails_as_per_node():
     records = [("a", "v", 1, ())]
     errors = []

@@ -225,3 +225,38 @@ def test_other_shapes_keep_the_per_node_path():
         .mapValues(str).to("out")
     with TopologyTestDriver(b.build()) as d:
         assert d._task._fastPath is None
+
+
+def test_a_sink_error_writes_the_dead_letters_of_the_per_node_path():
+    """KIP-1034 with ``errors.dead.letter.queue.topic.name``: the sink's key serializer failing
+    on "b" makes the production handler write a dead-letter record of the input record, then
+    toStream()'s processing handler another, in both paths."""
+    def failOnB(topic, key):
+        if key == "b":
+            raise ValueError("no b")
+        return key.encode()
+
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
+     .count(materialized=Materialized.as_("s").withCachingDisabled()).toStream()
+     .to("out", Produced.with_(Serdes.serdeFrom(failOnB, lambda t, data: data.decode()), Serdes.Long())))
+    out = []
+    for fused in (True, False):
+        config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler,
+                  "errors.dead.letter.queue.topic.name": "dlq"}
+        with TopologyTestDriver(b.build(), config, initialWallClockTime=0) as d:
+            assert d._task._fastPath is not None
+            if not fused:
+                d._task._fastPath = None
+            i = d.createInputTopic("in", Serdes.String(), Serdes.String())
+            for k, ts in (("a", 1), ("b", 2), ("a", 3)):
+                i.pipeInput(k, "v", ts)
+            # the stack trace header names each path's own frames
+            out.append(([(p, ts, k, v) for p, ts, k, v, _ in d._outputs.get("out", ())],
+                        [(p, ts, k, v, [(h, x) for h, x in headers if h != "__streams.errors.stacktrace"])
+                         for p, ts, k, v, headers in d._outputs.get("dlq", ())]))
+    assert out[0] == out[1]
+    outputs, deadLetters = out[0]
+    assert [(k, v) for _, _, k, v in outputs] == [(b"a", (1).to_bytes(8, "big")), (b"a", (2).to_bytes(8, "big"))]
+    assert [(k, v, dict(h)["__streams.errors.exception"]) for _, _, k, v, h in deadLetters] == [
+        (b"b", b"v", b"ValueError"), (b"b", b"v", b"kspark.errors.StreamsException")]

@@ -89,7 +89,7 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
     from ...runtime.partitioner import partitionForKey
     from ...runtime.stream_task import ProducedRecord, serializationError
     from .common import Change
-    from ...serialization import _LongSerde, _StringSerde
+    from ...serialization import IncompatibleTypeException, _LongSerde, _StringSerde
     from .._windows import _END_START, _SessionWindowedSerde
 
     context, store, sink = task.context, agg.store, sinkNode.sink
@@ -120,12 +120,23 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
         finally:
             context.currentNode = context.metadata = context.sourceRecord = None
 
+    def inContext(call, *args):
+        """``call(*args)`` in the record context the per-node path has at the sink: the input
+        record's metadata and raw bytes (a dead-letter record's source, KIP-1034)."""
+        rec = current[0]
+        context.metadata = _tupleNew(RecordMetadata, (rec.topic, rec.partition, rec.offset))
+        context.sourceRecord = rec
+        try:
+            return call(*args)
+        finally:
+            context.metadata = context.sourceRecord = None
+
     def emitAny(key, start: int, end: int, value, timestamp: int, headers: tuple, keyBytes) -> None:
         toStream.processed += 1
         sinkNode.processed += 1
         if inner is None:
             try:
-                write(_Windowed(key, windowOf(start, end)), value, timestamp, headers)
+                inContext(write, _Windowed(key, windowOf(start, end)), value, timestamp, headers)
             except Exception as e:
                 sinkFailed(e, key, start, end, value, timestamp, headers)
                 return
@@ -140,7 +151,9 @@ def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde
                 valueBytes = valueSerialize(topic, value)
             else:
                 valueBytes = packLong(value)
-        except Exception as e:  # what the sink's write raises for the same serde error
+        except Exception as e:  # what the sink's write does for the same serde error (SinkWriter._serialize)
+            if not isinstance(e, IncompatibleTypeException):  # the production handler first: its dead-letter record
+                inContext(sink._productionError, e, timestamp, headers)
             data = _Windowed(key, windowOf(start, end)) if what == "key" else data
             sinkFailed(serializationError(serde, what, topic, data, None, timestamp, e), key, start, end, value,
                        timestamp, headers)
