@@ -57,16 +57,25 @@ def windowedFastPath(agg, task, source, node, queue, build):
 
     if type(agg.windows) not in (TimeWindows, SessionWindows):
         return None
-    if agg.emitFinal or agg.cache.enabled or len(node.children) != 1:
+    if agg.emitFinal or agg.cache.enabled:
+        return None
+    nodes = _toStreamTo(node)
+    return None if nodes is None else build(agg, task, source, node, *nodes, queue)
+
+
+def _toStreamTo(node):
+    """``(toStream, sinkNode)`` when ``node``'s only downstream is ``toStream().to(topic)`` with a
+    static topic and the default partitioner, else None."""
+    if len(node.children) != 1:
         return None
     toStream = node.children[0]
     if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
         return None
     sinkNode = toStream.children[0]
     sink = sinkNode.sink
-    if sink is None or sink.partitioner is not None or sink.extractor is not None:
+    if sink is None or sink.topic is None or sink.partitioner is not None or sink.extractor is not None:
         return None
-    return build(agg, task, source, node, toStream, sinkNode, queue)
+    return toStream, sinkNode
 
 
 def _fusedLoop(agg, task, source, node, toStream, sinkNode, queue, windowedSerde, windowOf, body):
@@ -413,16 +422,11 @@ def aggregateFastPath(agg, task, source, node, queue):
     from .session_count_batch import countAggregator, countInitializer
 
     store = agg.store
-    if agg.cache.enabled or len(node.children) != 1 or \
-            type(store) not in (TimestampedKeyValueStore, PersistentTimestampedKeyValueStore):
+    nodes = None if agg.cache.enabled else _toStreamTo(node)
+    if nodes is None or type(store) not in (TimestampedKeyValueStore, PersistentTimestampedKeyValueStore):
         return None
-    toStream = node.children[0]
-    if type(toStream.processor) is not KTableToStream or len(toStream.children) != 1:
-        return None
-    sinkNode = toStream.children[0]
+    toStream, sinkNode = nodes
     sink = sinkNode.sink
-    if sink is None or sink.topic is None or sink.partitioner is not None or sink.extractor is not None:
-        return None
 
     context = task.context
     topic, write, produced = sink.topic, sink.write, sink._produced
