@@ -1,18 +1,20 @@
-"""The fused fast paths of windowed aggregations, and the exact conditions under which each is taken.
+"""The fused fast paths of aggregations, and the exact conditions under which each is taken.
 
 A fast path replaces the per-node walk ``source -> aggregation -> toStream() -> to()`` of one
 task by one loop that runs the aggregation's steps inline and writes the sink's records
 directly. It computes the same records (keys, values, timestamps, headers, partitions), the same
 store contents, stream and partition times, drop counters and errors as the per-node path; the
-tests in ``tests/unit/test_fast_path.py`` run both paths on the same input.
+tests in ``tests/unit/test_fast_path.py`` (windowed) and ``tests/unit/test_fast_path_aggregate.py``
+(non-windowed) run both paths on the same input.
 
 Where a fast path is taken (``StreamTask._buildFastPath`` asks the source's only child for its
-``fastPath``; ``windowedFastPath`` below decides):
+``fastPath``; ``windowedFastPath`` and ``aggregateFastPath`` below decide):
 
 - the task reads exactly one input partition, not a global one, and its source has one child:
   the aggregation (``StreamTask._buildFastPath``);
 - no stream-time punctuator is scheduled (``StreamTask.process`` / ``processAll``);
-- the aggregation is a ``KStreamWindowAggregate`` or ``KStreamSessionWindowAggregate`` whose
+- the aggregation is a non-windowed ``KStreamAggregate`` (``aggregateFastPath`` gives its further
+  conditions), or a ``KStreamWindowAggregate`` or ``KStreamSessionWindowAggregate`` whose
   windows are exactly the built-in ``TimeWindows`` or ``SessionWindows`` (a subclass could change
   ``windowsFor``, which the loops inline);
 - it emits on update (not ``EmitStrategy.onWindowClose()``) and its record cache is off
@@ -21,8 +23,9 @@ Where a fast path is taken (``StreamTask._buildFastPath`` asks the source's only
 - its only downstream is ``toStream()`` whose only downstream is ``to(topic)`` with a static
   topic and the default partitioner.
 
-Inside the loop a record with a null key, an expired (late) record and any exception go through
-the per-node code. A session ``count()`` of String keys into the built-in session-windowed String
+Inside the loop a record with a null key (non-windowed: or a null value) and an expired (late)
+record go through the per-node code; an exception goes to the processing handler of the node
+where the per-node path meets it. A session ``count()`` of String keys into the built-in session-windowed String
 serde with Long values also runs column-at-a-time (``session_count_batch.batchRunner``, whose
 docstring gives its further conditions).
 """
