@@ -70,8 +70,8 @@ def storeContents(store):
             for key in sorted(store._sessions) for kv in store.fetch(store._keySerde.deserialize("s", key))]
 
 
-def onDriver(records, topo, fused, keySerde=Serdes.String()):
-    config = {"processing.exception.handler": LogAndContinueProcessingExceptionHandler}
+def onDriver(records, topo, fused, keySerde=Serdes.String(), handler=LogAndContinueProcessingExceptionHandler):
+    config = {"processing.exception.handler": handler}
     with TopologyTestDriver(topo, config, initialWallClockTime=0) as d:
         assert d._task._fastPath is not None
         if not fused:

@@ -21,6 +21,7 @@ from kspark.runtime.record_queue import RawRecord
 from kspark.runtime.stream_task import StreamTask
 from kspark.state._persistent import PersistentTaskState, makePersistent
 from kspark.testing import TopologyTestDriver
+from test_fast_path import onDriver as onDriverWith, withLatencies  # tests/unit: pytest's rootdir import
 
 KEY_SERDES = {"string": Serdes.String(), "json": Serdes.JSON()}
 KINDS = ("count", "reduce", "aggregate", "inPlace", "sinkError")
@@ -83,26 +84,10 @@ def topology(kind: str, keys: str = "string", cached: bool = False):
     return b.build()
 
 
-def withLatencies(task) -> dict:
-    """The task's counters, and the e2e latency summaries and output histogram of its source and
-    terminal nodes at fixed wall-clock times (both paths must keep the same record timestamps)."""
-    task.metrics.recordLatencies(1_000_000, 2_000_000)
-    return {**task.metrics.all(), **task.metrics.latencySummaries(), "histogram": dict(task.metrics.histogram)}
-
-
 def onDriver(records, topo, fused, keySerde):
+    """``test_fast_path.onDriver``'s output, metrics and store, and what the handler was given."""
     RecordingHandler.seen = []
-    config = {"processing.exception.handler": RecordingHandler}
-    with TopologyTestDriver(topo, config, initialWallClockTime=0) as d:
-        assert d._task._fastPath is not None
-        if not fused:
-            d._task._fastPath = None
-        i = d.createInputTopic("in", keySerde, Serdes.String())
-        for k, v, ts, headers in records:
-            i.pipeInput(k, v, ts, headers=headers)
-        out = [(key, value, timestamp, partition, headers)
-               for partition, timestamp, key, value, headers in d._outputs.get("out", ())]
-        return out, d.metrics(), sorted(d.getStateStore("s")._data.items()), RecordingHandler.seen
+    return (*onDriverWith(records, topo, fused, keySerde, RecordingHandler), RecordingHandler.seen)
 
 
 def newTask(topo):
@@ -172,8 +157,12 @@ def test_fused_aggregate_loop_equals_the_per_node_path(records, kind, batch, key
     (KIP-1033), a mutable aggregate changed in place, String and JSON keys (DP-1: the partition
     of the key's bytes), in-memory and persistent stores."""
     topo, keySerde = topology(kind, keys), KEY_SERDES[keys]
-    assert onDriver(records, topo, True, keySerde) == onDriver(records, topo, False, keySerde)
-    assert onBatches(records, topo, True, batch, keySerde) == onBatches(records, topo, False, batch, keySerde)
+    driver, batches = onDriver(records, topo, True, keySerde), onBatches(records, topo, True, batch, keySerde)
+    assert driver == onDriver(records, topo, False, keySerde)
+    assert batches == onBatches(records, topo, False, batch, keySerde)
+    # TopologyTestDriver and the hosts' batches write the same records (the batches' task writes
+    # to 3 partitions, the driver's topic has 1)
+    assert [r[:3] + r[4:] for r in driver[0]] == [r[:3] + r[4:] for r in batches[0]]
     fused, perNode = tmp_path_factory.mktemp("fused"), tmp_path_factory.mktemp("per-node")
     assert (onBatches(records, topo, True, batch, keySerde, fused)
             == onBatches(records, topo, False, batch, keySerde, perNode))
