@@ -719,3 +719,21 @@ def test_the_flush_of_long_values_writes_what_the_general_path_writes(tmp_path):
                 flushed(serde, [("bad", ValueAndTimestamp(bad, 1))], name)
             errors.append(str(raised.value).replace("SubLong", "_LongSerde"))
         assert errors[0] == errors[1] and errors[0].startswith(f"Store s: the value serde _LongSerde cannot serialize {bad!r}")
+
+
+def test_a_task_database_opens_with_ksparks_rocksdb_options_when_new_and_when_reopened(tmp_path):
+    # rocksdict reopens an existing database with the options stored in it unless told otherwise:
+    # the block cache of kspark.store.memory.bytes, the tables' and the memtables' bloom filters
+    # must hold on both opens
+    path = str(tmp_path / "db")
+    for memoryBytes in (24 << 20, 24 << 20, 40 << 20):
+        db = TaskStateDB(path, memoryBytes)
+        db.write([(b"s\x00k%d" % i, b"v") for i in range(100)])
+        assert db.db.property_int_value("rocksdb.block-cache-capacity") == memoryBytes
+        db.db.flush()
+        options = max((f for f in os.listdir(path) if f.startswith("OPTIONS-")), key=lambda f: int(f[8:]))
+        text = open(os.path.join(path, options)).read()
+        assert "filter_policy=bloomfilter" in text
+        assert "memtable_whole_key_filtering=true" in text
+        assert "memtable_prefix_bloom_size_ratio=0.100000" in text
+        db.close()

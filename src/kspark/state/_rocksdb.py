@@ -104,6 +104,11 @@ def _options(memoryBytes: int):
     options.set_block_based_table_factory(table)
     options.set_write_buffer_manager(buffers)
     options.set_write_buffer_size(min(16 << 20, max(1 << 20, memoryBytes // 8)))
+    # A bloom filter of each memtable's whole keys (10 % of its size): a point read of a key
+    # the memtables do not hold (most reads of a large store) skips their skip-list seeks, which
+    # took 29 % of RocksDB's CPU in P5 at 10M keys (bench/README.md round 30).
+    options.set_memtable_prefix_bloom_ratio(0.1)
+    options.set_memtable_whole_key_filtering(True)
     options.set_max_write_buffer_number(2)
     options.set_max_open_files(256)
     options.set_keep_log_file_num(2)
