@@ -26,6 +26,18 @@ BATCH = re.compile(rf"^{APP} sub-topology [01] batch \d+: [\d,]+ records in [\d.
                    r"lag [\d,]+, [\d,]+ dropped, [\d,]+ punctuations(, e2e p50 [\d,]+ ms, p95 [\d,]+ ms)?$")
 
 
+# Spark's warning when something that does not speak its protocol connects to one of its ports. In CI a
+# Kafka client an earlier test left behind (librdkafka reconnects to its broker's port for as long as
+# the client lives) met a Spark port that had taken the dead broker's number: not the run's own output.
+FOREIGN_CONNECTION = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d WARN TransportChannelHandler: Exception in connection "
+                                r"from /127\.0\.0\.1:\d+\njava\.lang\.IllegalArgumentException: Too large frame: \d+\n"
+                                r"(\tat .*\n)*")
+
+
+def withoutForeignConnections(stderr: str) -> str:
+    return FOREIGN_CONNECTION.sub("", stderr)
+
+
 def summaryReads(lines: list[str]) -> dict[str, int]:
     """Check the summary's lines (everything from its title on) and return records read per topic."""
     start = lines.index(f"== {APP}: summary ==")
@@ -75,12 +87,12 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_exactly(tmp_path):
                          "the same command resumes the run")
     firstReads = summaryReads(lines[:-1])
     assert 0 < firstReads["prices"] < PRICE_ROWS  # stopped in the middle of the run
-    assert errors == []
+    assert withoutForeignConnections("".join(errors)) == ""
 
     # 2. the same command resumes: together the two runs read every price exactly once
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert second.returncode == 0, second.stderr
-    assert second.stderr == ""
+    assert withoutForeignConnections(second.stderr) == ""
     out = second.stdout.splitlines()
     start = out.index(f"== {APP}: summary ==")
     assert out[:start] and all(BATCH.match(line) for line in out[:start]), out[:start]
