@@ -406,7 +406,13 @@ def aggregateFastPath(agg, task, source, node, queue):
       read and write (``get``/``put`` of ``KeyValueStore`` and ``PersistentKeyValueStore``) are
       inlined on its ``_data``: a dict, or the persistent store's ``WorkingSet``; a value of a
       type the store keeps as is (``_IMMUTABLE``; others are frozen by ``put``), and an in-memory
-      store without a sorted key index (built by a first range read), else ``put`` itself.
+      store without a sorted key index (built by a first range read), else ``put`` itself;
+    - a persistent store with a String key serde and a Long value serde loads a key missing from
+      its working set inline, as ``WorkingSet.get`` loads it (``_load``, ``_decode``): the
+      database's raw value at the store's prefix + the key's UTF-8 bytes, absent if none, else
+      when 16 bytes ``(key, ValueAndTimestamp(value, timestamp))`` (big-endian 8-byte timestamp
+      then the 8-byte Long, ``_LongSerde``'s packing; ``_IMMUTABLE``, so kept as is); any other
+      length takes ``WorkingSet.get``, which raises the serde's error.
 
     Null keys and null values go through the per-node code (dropped and counted), exceptions to
     the node's (aggregator) or ``toStream()``'s (sink) processing handler. A String-keyed store
@@ -419,7 +425,7 @@ def aggregateFastPath(agg, task, source, node, queue):
     from ...runtime.partitioner import partitionForKey
     from ...runtime.stream_task import ProducedRecord
     from ...serialization import _LongSerde, _StringSerde
-    from ...state._persistent import PersistentTimestampedKeyValueStore, WorkingSet
+    from ...state._persistent import _ABSENT, _MISSING, PersistentTimestampedKeyValueStore, WorkingSet
     from ...state._stores import _IMMUTABLE, TimestampedKeyValueStore
     from .common import Change
     from .session_count_batch import countAggregator, countInitializer
@@ -440,7 +446,10 @@ def aggregateFastPath(agg, task, source, node, queue):
     initializer, aggregator, reduce, thaw, keyBytesOf = agg.initializer, agg.aggregator, agg.reduce, store._thaw, store._keyBytes
     count = not reduce and initializer is countInitializer and aggregator is countAggregator
     sendOld = agg.sendOldValues  # the Change's old value, as process builds it (cache off)
-    setEntry = dict.__setitem__
+    setEntry, dictGet = dict.__setitem__, dict.get
+    inlineLoad = (type(store) is PersistentTimestampedKeyValueStore and stringKeys
+                  and type(store._valueSerde) is _LongSerde)
+    unpackStored = struct.Struct(">qq").unpack  # (timestamp, value): ValueAndTimestampSerializer's layout
     current = [None]
 
     def emit(key, value, timestamp: int, headers: tuple, kb, oldAgg) -> None:
@@ -472,7 +481,24 @@ def aggregateFastPath(agg, task, source, node, queue):
             kb = keyBytesOf(key)
         value = rec.value
         data = store._data  # replaced when a host resets the working set: read per record
-        entry = data.get(kb)
+        if innerBytes is not None and inlineLoad and type(data) is WorkingSet:
+            entry = dictGet(data, kb, _MISSING)
+            if entry is _MISSING:  # WorkingSet.get's load (_load, _decode) inline: see the docstring
+                backend = store._backend
+                raw = None if backend.empty else backend.db.db.get(backend.prefix + kb)
+                if raw is None:
+                    entry = None
+                    setEntry(data, kb, _ABSENT)
+                elif len(raw) == 16:
+                    timestamp, loaded = unpackStored(raw)
+                    entry = (key, _tupleNew(ValueAndTimestamp, (loaded, timestamp)))
+                    setEntry(data, kb, entry)
+                else:  # not a Long: the general load raises the serde's error
+                    entry = data.get(kb)
+            elif entry is _ABSENT:
+                entry = None
+        else:
+            entry = data.get(kb)
         if entry is None:
             if count:
                 newAgg, oldAgg = 1, 0
