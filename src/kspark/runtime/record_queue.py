@@ -260,6 +260,8 @@ class RecordQueue:
                     f"the deserialization.exception.handler appropriately. topic={self.topic}, "
                     f"partition={self.partition}, offset={raw.offset}: {type(e).__name__}: {e}"
                 ) from e
+            if extracted is None and timestamp >= 0 and self._builtInExtractor:
+                extracted = timestamp  # what the built-in extractor returns (T-3), without the call
             if extracted is not None:
                 self.head = _tupleNew(StampedRecord, (extracted, key, value, headers, topic, self.partition, offset,
                                                       rawKey, rawValue))

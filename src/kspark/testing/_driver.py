@@ -443,9 +443,7 @@ class TopologyTestDriver:
         self._offsets[queue.topic] = offset + 1
         if queue.recordTopics is not None:
             queue.recordTopics[offset] = topic
-        # a built-in extractor returns a valid metadata timestamp as is (T-3): taken without a call
-        extracted = timestamp if timestamp >= 0 and queue.extractsMetadataTimestamp() else None
-        queue.addRawRecords((_tupleNew(RawRecord, (offset, timestamp, key, value, headers, extracted)),))
+        queue.addRawRecords((_tupleNew(RawRecord, (offset, timestamp, key, value, headers, None)),))
         queue.lag = 0
 
     def _completeAllProcessableWork(self) -> None:
