@@ -1,8 +1,10 @@
 """The continuous host's stream threads pause Python's cyclic garbage collector for their poll
-loop and collect whole now and then (``kspark.spark._stream_threads.PausedCollector``): cyclic
-garbage made by a topology is still freed, and the collector is left as it was found."""
+loop, and the micro-batch host's Python workers for each batch, and collect whole now and then
+(``kspark.spark._stream_threads.PausedCollector``): cyclic garbage made by a topology is still
+freed, and the collector is left as it was found."""
 
 import gc
+import time
 import weakref
 
 from kspark.spark._stream_threads import PausedCollector
@@ -44,3 +46,16 @@ def test_a_collection_is_due_after_the_interval_and_the_collector_stays_as_found
         assert not gc.isenabled()  # it was off before: left off
     finally:
         gc.enable()
+
+
+def test_the_interval_runs_across_enters_as_a_workers_micro_batches_enter_it():
+    freed: list = []
+    collector = PausedCollector(intervalS=0.2, maxPending=10**9)
+    with collector:  # a first batch, just after the worker made its collector
+        _cycles(10, freed)
+        assert collector.maybeCollect() is False
+    time.sleep(0.25)
+    with collector:  # a later batch: due since the collector's creation, though just entered
+        assert collector.maybeCollect() is True
+        assert len(freed) == 10
+    assert gc.isenabled()
