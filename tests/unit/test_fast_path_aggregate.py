@@ -186,7 +186,7 @@ def test_fused_count_loads_a_persistent_stores_entries_as_the_per_node_path(tmp_
     runs = [onBatches(records, topo, fused, 2, Serdes.String(), tmp_path / str(fused), restored)
             for fused in (True, False)]
     assert runs[0] == runs[1]
-    out, _, changelog, entries, seen = runs[0]
+    out, _, _, _, seen = runs[0]
     long = Serdes.Long()
     assert [(k, long.deserialize("out", v), ts) for k, v, ts, _, _ in out] == [(b"a", 6, 3), (b"c", 1, 5), (b"a", 7, 6)]
     assert [(context[5], context[2], key, ts) for context, key, _, ts, _ in seen] == [

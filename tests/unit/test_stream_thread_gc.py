@@ -50,11 +50,11 @@ def test_a_collection_is_due_after_the_interval_and_the_collector_stays_as_found
 
 def test_the_interval_runs_across_enters_as_a_workers_micro_batches_enter_it():
     freed: list = []
-    collector = PausedCollector(intervalS=0.2, maxPending=10**9)
+    collector = PausedCollector(intervalS=1.0, maxPending=10**9)
     with collector:  # a first batch, just after the worker made its collector
         _cycles(10, freed)
         assert collector.maybeCollect() is False
-    time.sleep(0.25)
+    time.sleep(1.1)
     with collector:  # a later batch: due since the collector's creation, though just entered
         assert collector.maybeCollect() is True
         assert len(freed) == 10

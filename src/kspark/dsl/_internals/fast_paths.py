@@ -490,8 +490,8 @@ def aggregateFastPath(agg, task, source, node, queue):
                     entry = None
                     setEntry(data, kb, _ABSENT)
                 elif len(raw) == 16:
-                    timestamp, loaded = unpackStored(raw)
-                    entry = (key, _tupleNew(ValueAndTimestamp, (loaded, timestamp)))
+                    loadedTs, loaded = unpackStored(raw)
+                    entry = (key, _tupleNew(ValueAndTimestamp, (loaded, loadedTs)))
                     setEntry(data, kb, entry)
                 else:  # not a Long: the general load raises the serde's error
                     entry = data.get(kb)
