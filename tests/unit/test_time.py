@@ -171,6 +171,17 @@ def test_bulk_extracted_timestamps_skip_the_extractor_call():
     assert values(task) == [[1, 10, 10]]
 
 
+def test_t3_only_the_built_in_extractors_are_skipped_not_a_subclass_of_one():
+    """A record without a bulk timestamp takes a valid metadata timestamp as is only for the
+    built-in extractors' own classes (RecordQueue._updateHead); a subclass's extract is called."""
+    class Shifted(FailOnInvalidTimestamp):
+        def extract(self, record, partitionTime):
+            return record.timestamp() + 1000
+
+    assert drive(FailOnInvalidTimestamp(), [(1, 40)])[1] == [TestRecord("k", 1, 40)]
+    assert drive(Shifted(), [(1, 40)])[1] == [TestRecord("k", 1, 1040)]
+
+
 def test_t7_wallclock_extractor_uses_processing_time():
     import time
 
