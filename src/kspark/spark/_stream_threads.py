@@ -630,16 +630,16 @@ class _StreamThread:
             queue.lag = None if high < 0 or position < 0 else max(0, high - position)
 
     def _produce(self, produced: list) -> None:
-        from ..topics._kafka import _produceTable
-        from ._task_processor import _producedParts
+        from ..topics._kafka import _produceRecords
 
-        if not produced:
-            return
+        if produced:
+            self._beginTransaction()
+            _produceRecords(self.producer, produced, self.delivered)
+
+    def _beginTransaction(self) -> None:
         if not self.inTransaction:
             self.producer.begin_transaction()
             self.inTransaction = True
-        for topic, partition, table in _producedParts(produced):
-            _produceTable(self.producer, topic, partition, table, self.delivered)
 
     def commit(self, offsets: list) -> None:
         """Kafka Streams' commit of this thread's tasks (see the module docstring), with
@@ -647,26 +647,25 @@ class _StreamThread:
         from confluent_kafka import KafkaException
 
         from ..runtime.metrics import addSample, mergeEncoded
-        from ..topics._kafka import _TIMEOUT_S, _bounded, _fenced, _sinkError, sendOffsetsToTransaction
-        from ._task_processor import _addTimings, _changelogColumns
+        from ..topics._kafka import _TIMEOUT_S, _bounded, _fenced, _produceChangelog, _sinkError, sendOffsetsToTransaction
+        from ._task_processor import _addTimings
 
         started = time.perf_counter()
         for task in self.tasks.values():
             task.commit()  # the record caches flush
             flushed = int(time.time() * 1000)  # what they flushed reached the terminal nodes now
             task.metrics.recordLatencies(flushed, flushed)
+            self._produce(task.drainProducedChunks())
             state = self.stores[task.taskId]
             if state is not None:  # applied now: a failed commit ends this attempt, whose directory is dropped
-                task.produced.extend(_changelogColumns(
-                    state.flush("", self.commits, task.partitionGroup.streamTime, self.checkpointId, applyNow=True),
-                    self.partitionOf[task.taskId]))
-            self._produce(task.drainProducedChunks())
+                records = state.flush("", self.commits, task.partitionGroup.streamTime, self.checkpointId, applyNow=True)
+                if records:  # after the task's output, as Kafka Streams' commit flushes the stores
+                    self._beginTransaction()
+                    _produceChangelog(self.producer, records, self.partitionOf[task.taskId], self.delivered)
         if not self.inTransaction and not offsets:
             return
         try:
-            if not self.inTransaction:
-                self.producer.begin_transaction()
-                self.inTransaction = True
+            self._beginTransaction()
             if offsets:
                 metadata = self.consumer.consumer_group_metadata()
                 _bounded(lambda: sendOffsetsToTransaction(self.producer, offsets, metadata, _TIMEOUT_S),

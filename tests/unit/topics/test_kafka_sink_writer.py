@@ -26,7 +26,8 @@ class FakeProducer:
         if self.hangOnOffsets:
             self.release.wait(5)  # ignores ``timeout`` (5 s: without the bound, the test fails rather than hangs)
 
-    def produce(self, topic, value, key, partition, timestamp, on_delivery):
+    def produce(self, topic, value=None, key=None, partition=-1, callback=None, on_delivery=None, timestamp=0,
+                headers=None):  # confluent-kafka's parameters, in its order
         self.records.append((topic, partition, key, value, timestamp))
 
     def poll(self, timeout):
