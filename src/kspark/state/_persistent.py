@@ -161,7 +161,7 @@ class _Changes:
     def __init__(self) -> None:
         self.writes: list[tuple[bytes, bytes | None]] = []
         self.ranges: list[tuple[bytes, bytes]] = []  # [lo, hi) to delete before the writes
-        self.records: list[ChangelogRecord] = []
+        self.records: list = []  # ChangelogRecords, or (key, value, timestamp[, headers]) tuples
 
 
 class PersistentKeyValueStore(KeyValueStore):
@@ -270,7 +270,7 @@ class PersistentKeyValueStore(KeyValueStore):
                 else:
                     writes.append((prefix + kb, pack(stored[1]) + valueBytes))
                     if logged:
-                        records.append(ChangelogRecord(kb, valueBytes, stored[1]))
+                        records.append((kb, valueBytes, stored[1]))  # a ChangelogRecord's fields
                     continue
             raw, timestamp = self._encode(stored)
             changes.writes.append((prefix + kb, raw))
@@ -803,15 +803,13 @@ class PersistentTaskState:
             topic = self.logged.get(name)
             changes = _Changes()
             store._flush(changes, streamTime, topic is not None)
-            # ChangelogRecords, or (key, value, timestamp[, the record's own headers]) tuples
-            changes.records = [r if type(r) is ChangelogRecord else ChangelogRecord(*r) for r in changes.records]
             meta = store._metaSnapshot()
             if meta is not None:  # for readers of the database (interactive queries)
                 changes.writes.append((_STORE_META + name.encode("utf-8"), json.dumps(meta).encode()))
             writes += changes.writes
             ranges += changes.ranges
-            if topic is not None:
-                records += [(topic, r.key, r.value, r.timestamp, r.headers + header) for r in changes.records]
+            if topic is not None:  # ChangelogRecords, or (key, value, timestamp[, the record's own headers]) tuples
+                records += [(topic, r[0], r[1], r[2], r[3] + header if len(r) > 3 else header) for r in changes.records]
         if applyNow:
             self.db.write(writes, ranges)
             if writes or ranges:  # the database is written while the stores stay open: no fast path now
