@@ -27,7 +27,8 @@ Inside the loop a record with a null key (non-windowed: or a null value) and an 
 record go through the per-node code; an exception goes to the processing handler of the node
 where the per-node path meets it. A session ``count()`` of String keys into the built-in session-windowed String
 serde with Long values also runs column-at-a-time (``session_count_batch.batchRunner``, whose
-docstring gives its further conditions).
+docstring gives its further conditions), and so does an uncached ``count()`` of String keys into
+the String and Long serdes (``count_batch.countRunner``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 from ...processor import Record, RecordMetadata
 from ...state import ValueAndTimestamp
 from ...state._window import SessionWindow as _SessionWindow, TimeWindow, Windowed as _Windowed
+from .count_batch import countRunner
 from .ktable import KTableToStream
 from .session_count_batch import batchRunner, countAggregator, countInitializer, countMerger
 
@@ -529,4 +531,9 @@ def aggregateFastPath(agg, task, source, node, queue):
             store.put(key, ValueAndTimestamp(newAgg, timestamp))
         emit(key, newAgg, timestamp, headers, innerBytes, oldAgg)
 
-    return _recordLoop(task, source, node, queue, body, emit, stringKeys, current, True)
+    scalar = _recordLoop(task, source, node, queue, body, emit, stringKeys, current, True)
+    runner = countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar) if count and stringLong else None
+    if runner is None:
+        return scalar
+    runner.processPolled = scalar.processPolled
+    return runner

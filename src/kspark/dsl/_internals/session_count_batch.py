@@ -57,6 +57,60 @@ def countMerger(key, aggregate1: int, aggregate2: int) -> int:
     return aggregate1 + aggregate2
 
 
+def gatherRun(queue, limit: int, withHeaders: bool):
+    """The queue's head and up to ``limit - 1`` following records, as (key codes (int64),
+    distinct key bytes (None for a null key), timestamps (int64, negative if invalid), raw values
+    (a list), headers (a list of tuples, or None when no record has any or ``withHeaders`` is
+    false), fromColumns): from the queue's RawRecord tuples, or, when none are queued, from its
+    first column chunk."""
+    head = queue._headRaw
+    headTs = head[1] if head[5] is None else head[5]
+    if queue._raw or not queue._columns:
+        raws = [head]
+        raws.extend(islice(queue._raw, limit - 1))
+        index: dict = {}
+        codes = np.fromiter((index.setdefault(r[2], len(index)) for r in raws), np.int64, len(raws))
+        t = np.fromiter((r[1] if r[5] is None else r[5] for r in raws), np.int64, len(raws))
+        headers = [r[4] for r in raws] if withHeaders and any(r[4] for r in raws) else None
+        return codes, list(index), t, [r[3] for r in raws], headers, False
+    columns, pos = queue._columns[0]
+    rows = min(limit - 1, len(columns) - pos)
+    keys = pa.concat_arrays([pa.array([head[2]], pa.binary()), columns.keys.slice(pos, rows)]).dictionary_encode()
+    distinct = keys.dictionary.to_pylist() + [None]  # codes of null keys: the last one
+    codes = pc.fill_null(keys.indices, len(distinct) - 1).to_numpy().astype(np.int64)
+    t = np.concatenate([[headTs], columns.timestamps[pos:pos + rows]])
+    headers = None
+    if withHeaders:
+        from ...runtime.stream_task import decodeHeaders
+
+        encoded = columns.headers.slice(pos, rows)
+        if head[4] or encoded.null_count < rows:
+            headers = [head[4]] + list(map(decodeHeaders, encoded.to_pylist()))
+    return codes, distinct, t, [head[3]] + columns.values.slice(pos, rows).to_pylist(), headers, True
+
+
+def takeRun(queue, pg, n: int, tMax: int, fromColumns: bool) -> None:
+    """Take ``n`` records gathered by ``gatherRun`` off the queue as ``n`` polls would (T-9..T-12):
+    partition and stream time to ``tMax``, the next head read."""
+    if fromColumns:
+        entry = queue._columns[0]
+        entry[1] += n - 1
+        if entry[1] == len(entry[0]):
+            queue._columns.popleft()
+    else:
+        raw = queue._raw
+        for _ in range(n - 1):
+            raw.popleft()
+    if tMax > queue.partitionTime:
+        queue.partitionTime = tMax
+    if tMax > pg.streamTime:
+        pg.streamTime = tMax
+    queue.head = queue._headRaw = None
+    if not queue._raw:
+        queue._materialize(1)  # the next head alone: the rest stays columns for the next run
+    queue._updateHead()
+
+
 def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     """``run(limit)`` that processes long queues in vectorised runs and the rest with ``scalar``,
     or None when ``agg``'s topology is not a String-keyed session count into the built-in
@@ -87,53 +141,15 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     sinkTopic, produced = sink.topic, sink._produced
 
     def gather(limit: int):
-        """The head and up to ``limit - 1`` following records, as (key codes (int64), distinct key
-        bytes (None for a null key), timestamps (int64, negative if invalid), values (a list, or
-        None when all are null and need no deserializer call), fromColumns): from the queue's
-        RawRecord tuples, or, when none are queued, from its first column chunk. (Headers are not
-        read: Kafka forwards an uncached session update with none.)"""
-        head = queue._headRaw
-        headTs = head[1] if head[5] is None else head[5]
-        if queue._raw or not queue._columns:
-            raws = [head]
-            raws.extend(islice(queue._raw, limit - 1))
-            index: dict = {}
-            codes = np.fromiter((index.setdefault(r[2], len(index)) for r in raws), np.int64, len(raws))
-            t = np.fromiter((r[1] if r[5] is None else r[5] for r in raws), np.int64, len(raws))
-            values = [r[3] for r in raws]
-            if nullSafe and not any(v is not None for v in values):
-                values = None
-            return codes, list(index), t, values, False
-        columns, pos = queue._columns[0]
-        rows = min(limit - 1, len(columns) - pos)
-        keys = pa.concat_arrays([pa.array([head[2]], pa.binary()), columns.keys.slice(pos, rows)]).dictionary_encode()
-        distinct = keys.dictionary.to_pylist() + [None]  # codes of null keys: the last one
-        codes = pc.fill_null(keys.indices, len(distinct) - 1).to_numpy().astype(np.int64)
-        t = np.concatenate([[headTs], columns.timestamps[pos:pos + rows]])
-        values = columns.values.slice(pos, rows)
-        values = (None if nullSafe and values.null_count == rows and head[3] is None
-                  else [head[3]] + values.to_pylist())
-        return codes, distinct, t, values, True
+        """``gatherRun`` without headers (Kafka forwards an uncached session update with none),
+        values None when all are null and need no deserializer call."""
+        codes, distinct, t, values, _, fromColumns = gatherRun(queue, limit, False)
+        if nullSafe and not any(v is not None for v in values):
+            values = None
+        return codes, distinct, t, values, fromColumns
 
     def consumed(n: int, tMax: int, fromColumns: bool) -> None:
-        """Take ``n`` records off the queue as ``n`` polls would (T-9..T-12)."""
-        if fromColumns:
-            entry = queue._columns[0]
-            entry[1] += n - 1
-            if entry[1] == len(entry[0]):
-                queue._columns.popleft()
-        else:
-            raw = queue._raw
-            for _ in range(n - 1):
-                raw.popleft()
-        if tMax > queue.partitionTime:
-            queue.partitionTime = tMax
-        if tMax > pg.streamTime:
-            pg.streamTime = tMax
-        queue.head = queue._headRaw = None
-        if not queue._raw:
-            queue._materialize(1)  # the next head alone: the rest stays columns for the next run
-        queue._updateHead()
+        takeRun(queue, pg, n, tMax, fromColumns)
 
     def vectorised(limit: int) -> tuple[int, bool]:
         """Process the longest simple run among the next ``limit`` queued records; returns
