@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import chain
+from itertools import chain, repeat
 
 import pyarrow as pa
 
@@ -688,8 +688,14 @@ def _produceRecords(producer, produced: list, callback) -> int:
     Raises ``ValueError`` for a record with a null partition, as staging does."""
     from ..runtime.stream_task import ProducedColumns
 
-    return _produceRows(producer, chain.from_iterable(
-        item.records() if type(item) is ProducedColumns else (item,) for item in produced), callback)
+    def rows(item) -> Iterable[tuple]:
+        if type(item) is not ProducedColumns:
+            return (item,)
+        n = len(item.timestamps)
+        return zip(repeat(item.topic, n), item.partitions.tolist(), item.timestamps.tolist(), item.keys.to_pylist(),
+                   item.values.to_pylist(), item.headers if item.headers is not None else repeat((), n))
+
+    return _produceRows(producer, chain.from_iterable(map(rows, produced)), callback)
 
 
 def _produceChangelog(producer, records: list, partition: int, callback) -> int:

@@ -421,6 +421,10 @@ def aggregateFastPath(agg, task, source, node, queue):
     with a String key serde and a Long value serde on the sink writes the sink's record from the
     key's one UTF-8 encode and ``struct`` ``>q`` (``_LongSerde``'s packing); any other serde or
     value goes through the sink's ``write``.
+
+    A ``count()`` with a String key serde on the store and String and Long serdes on the sink
+    also runs column-at-a-time over long queues (``count_batch.countRunner``, whose docstring
+    gives its further conditions).
     """
     import struct
 
