@@ -47,16 +47,21 @@ def runsOf(minRun, maxRun):
         runs.MIN_RUN, runs.MAX_RUN, runs.SCALAR_AFTER_SHORT_RUN, record_queue.MATERIALIZE_ROWS = saved
 
 
-def topology():
-    """``groupByKey().count()`` uncached, Integer values (a value of another size does not deserialize)."""
+VALUE_SERDES = {"integer": Serdes.Integer(), "string": Serdes.String()}
+
+
+def topology(values="integer"):
+    """``groupByKey().count()`` uncached, Integer values (a value of another size does not
+    deserialize) or String values (every value deserializes: the runs check only for nulls)."""
     b = StreamsBuilder()
-    (b.stream("in", Consumed.with_(Serdes.String(), Serdes.Integer())).groupByKey()
+    (b.stream("in", Consumed.with_(Serdes.String(), VALUE_SERDES[values])).groupByKey()
      .count(Materialized.as_("s").withCachingDisabled())
      .toStream().to("out", Produced.with_(Serdes.String(), Serdes.Long())))
     return b.build()
 
 
-def countBatches(raws, batch, asColumns=False, handOff=False, stateDir=None, restored=(), onTask=None, config=None):
+def countBatches(raws, batch, asColumns=False, handOff=False, stateDir=None, restored=(), onTask=None, config=None,
+                 values="integer"):
     """As the Spark hosts run a task: (key bytes, value bytes, timestamp, headers) records added per
     batch (as tuples or as ``RawRecordColumns``), processAll, commit; with ``stateDir`` the store is
     persistent (a working set of 2 entries evicted at each commit, changes applied at once as the
@@ -67,7 +72,7 @@ def countBatches(raws, batch, asColumns=False, handOff=False, stateDir=None, res
                             "processing.exception.handler": LogAndContinueProcessingExceptionHandler,
                             "default.deserialization.exception.handler": LogAndContinueExceptionHandler,
                             "default.timestamp.extractor": LogAndSkipOnInvalidTimestamp(), **(config or {})})
-    topo = topology()
+    topo = topology(values)
     task = StreamTask("0_0", topo.subtopologies()[0], topo.storeBuilders(), config, 0, lambda t: t, lambda t: 3)
     state = None
     if stateDir is not None:
@@ -131,12 +136,12 @@ def rawInputs(draw):
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(raws=rawInputs(), batch=st.sampled_from([5, 40, 1000]), runs=st.sampled_from([(1, 1000), (2, 7), (1, 3)]),
-       asColumns=st.booleans())
-def test_count_runs_equal_the_scalar_loop_over_an_in_memory_store(raws, batch, runs, asColumns):
+       asColumns=st.booleans(), values=st.sampled_from(sorted(VALUE_SERDES)))
+def test_count_runs_equal_the_scalar_loop_over_an_in_memory_store(raws, batch, runs, asColumns, values):
     with runsOf(*runs):
-        vectorised = countBatches(raws, batch, asColumns=asColumns, handOff=asColumns)
+        vectorised = countBatches(raws, batch, asColumns=asColumns, handOff=asColumns, values=values)
     with runsOf(None, None):
-        scalar = countBatches(raws, batch, asColumns=not asColumns)
+        scalar = countBatches(raws, batch, asColumns=not asColumns, values=values)
     assert vectorised == scalar
 
 

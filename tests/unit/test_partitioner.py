@@ -3,7 +3,7 @@
 import pytest
 
 from kspark import Consumed, Produced, Serdes, StreamsBuilder, StreamsException
-from kspark.runtime.partitioner import murmur2, partitionForKey
+from kspark.runtime.partitioner import murmur2, partitionForKey, partitionsForKeys
 from kspark.runtime.stream_task import StreamTask
 from kspark.config import StreamsConfig
 
@@ -22,6 +22,11 @@ def test_dp3_string_key_vectors(key, hashed, partition):
     data = key.encode()
     assert murmur2(data) == hashed
     assert partitionForKey(data, 5) == partition
+
+
+def test_dp3_string_key_vectors_in_one_call():
+    """The column-at-a-time runs' partitions of many keys at once: the same vectors."""
+    assert partitionsForKeys([key.encode() for key, _, _ in VECTORS], 5).tolist() == [p for _, _, p in VECTORS]
 
 
 def test_dp3_integer_serializer_keys():

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from murmurhash2 import murmurhash2 as _murmurhash2
 
-__all__ = ["murmur2", "partitionForKey", "toPositive"]
+__all__ = ["murmur2", "partitionForKey", "partitionsForKeys", "toPositive"]
 
 _SEED = 0x9747B28C
 
@@ -35,3 +35,12 @@ def partitionForKey(keyBytes: bytes, numPartitions: int) -> int:
     Memoised for the most recent 65,536 (key, partition count) pairs: keys repeat in streams,
     and a cache hit costs half a call of the compiled hash."""
     return (_murmurhash2(keyBytes, _SEED) & 0x7FFFFFFF) % numPartitions
+
+
+def partitionsForKeys(keys: list, numPartitions: int):
+    """``partitionForKey`` of each serialized key (non-null ``bytes``), as an int64 numpy array:
+    the hash alone, without the memo, for keys known to be distinct (a run's keys; a memo that
+    misses costs more than the hash)."""
+    import numpy as np
+
+    return np.fromiter(((_murmurhash2(k, _SEED) & 0x7FFFFFFF) % numPartitions for k in keys), np.int64, len(keys))

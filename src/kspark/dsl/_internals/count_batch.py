@@ -56,9 +56,9 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     The caller (``aggregateFastPath``) has checked the rest: a count, cache off, ``toStream().to()``
     with String and Long serdes, a String key serde on the store, a ``TimestampedKeyValueStore``
     or its persistent class."""
-    from ...runtime.partitioner import partitionForKey
+    from ...runtime.partitioner import partitionsForKeys
     from ...runtime.stream_task import ProducedColumns
-    from ...serialization import _StringSerde
+    from ...serialization import _ByteArraySerde, _StringSerde
     from ...state import ValueAndTimestamp
     from ...state._persistent import _ABSENT, _MISSING, WorkingSet
 
@@ -67,6 +67,9 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     store, sink = agg.store, sinkNode.sink
     pg, topic, sinkTopic, produced = task.partitionGroup, queue.topic, sink.topic, sink._produced
     valueDeserialize = queue._valueSerde.deserialize
+    # String and ByteArray values: non-null bytes deserialize to a non-null value and never fail
+    # (Java's decoding replaces malformed UTF-8), so only null values stop a run
+    neverFails = type(queue._valueSerde) in (_StringSerde, _ByteArraySerde)
     unpackStored = struct.Struct(">qq").unpack  # (timestamp, value): ValueAndTimestampSerializer's layout
     tupleNew, dictGet = tuple.__new__, dict.get
 
@@ -124,7 +127,13 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             stop = min(stop, max(0, int(np.argmax(invalid)) - 1))
         if queue.head.value is None:
             return 0, True
-        for j in range(1, stop + 1 if stop < n else n):
+        end = stop + 1 if stop < n else n
+        if neverFails:  # the first null value, if any (list.index compares in C)
+            try:
+                stop = min(stop, values.index(None, 1, end))
+            except ValueError:
+                pass
+        for j in range(1, 1 if neverFails else end):
             try:
                 value = valueDeserialize(topic, values[j])
             except Exception:
@@ -176,8 +185,7 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             partitionCol = np.zeros(m, np.int64)
         else:
             partitionOf = np.zeros(len(distinct), np.int64)
-            partitionOf[present] = np.fromiter((partitionForKey(distinct[code], partitions) for code in presentCodes),
-                                               np.int64, len(presentCodes))
+            partitionOf[present] = partitionsForKeys([distinct[code] for code in presentCodes], partitions)
             partitionCol = partitionOf[outCode]
         outHeaders = None
         if headers is not None:
