@@ -659,7 +659,7 @@ class _StreamThread:
             state = self.stores[task.taskId]
             if state is not None:  # applied now: a failed commit ends this attempt, whose directory is dropped
                 records = state.flush("", self.commits, task.partitionGroup.streamTime, self.checkpointId, applyNow=True)
-                if records:  # after the task's output, as Kafka Streams' commit flushes the stores
+                if records:  # the stores' changes, after the task's output
                     self._beginTransaction()
                     _produceChangelog(self.producer, records, self.partitionOf[task.taskId], self.delivered)
         if not self.inTransaction and not offsets:

@@ -148,9 +148,6 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
             values = None
         return codes, distinct, t, values, fromColumns
 
-    def consumed(n: int, tMax: int, fromColumns: bool) -> None:
-        takeRun(queue, pg, n, tMax, fromColumns)
-
     def vectorised(limit: int) -> tuple[int, bool]:
         """Process the longest simple run among the next ``limit`` queued records; returns
         (records processed, whether the run stopped before a record that needs the scalar loop)."""
@@ -307,7 +304,7 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         sinkNode.processed += total
         source.stampArrays.append(t)  # record-e2e-latency: the source's and the sink's timestamps
         sinkNode.stampArrays.append(outEnd)
-        consumed(m, tMax, fromColumns)
+        takeRun(queue, pg, m, tMax, fromColumns)
         return m, m < n
 
     def run(limit: int | None) -> int:
