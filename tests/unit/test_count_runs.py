@@ -6,14 +6,9 @@ are not UTF-8 read as Java reads them), records added as tuples or as columns, o
 stores and the Spark hosts' persistent stores. The scalar loop is itself checked against the
 per-node path (``test_fast_path_aggregate.py``)."""
 
-from contextlib import contextmanager
-
-import numpy as np
-import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from kspark import (Consumed, FailOnInvalidTimestamp, LogAndContinueExceptionHandler, LogAndFailExceptionHandler,
                     LogAndSkipOnInvalidTimestamp, Materialized, Produced, Serdes, StreamsBuilder)
@@ -23,28 +18,10 @@ from kspark.runtime.record_queue import RawRecord
 from kspark.runtime.stream_task import ProducedColumns, StreamTask
 from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import PersistentTaskState, makePersistent
-from test_fast_path import columnsOf, withLatencies  # tests/unit: pytest's rootdir import
+# tests/unit: pytest's rootdir import; runsOf sets the run sizes the count runs share with the session runs
+from test_fast_path import columnsOf, runsOf, withLatencies
 
 LONG = Serdes.Long()
-
-
-@contextmanager
-def runsOf(minRun, maxRun):
-    """The count runs with other run sizes; (None, None): off. Queues convert column rows to
-    tuples two at a time, so runs meet both."""
-    from kspark.dsl._internals import count_batch as runs
-    from kspark.runtime import record_queue
-
-    saved = runs.MIN_RUN, runs.MAX_RUN, runs.SCALAR_AFTER_SHORT_RUN, record_queue.MATERIALIZE_ROWS
-    record_queue.MATERIALIZE_ROWS = 2
-    if minRun is None:
-        runs.MIN_RUN = 1 << 62
-    else:
-        runs.MIN_RUN, runs.MAX_RUN, runs.SCALAR_AFTER_SHORT_RUN = minRun, maxRun, 3
-    try:
-        yield
-    finally:
-        runs.MIN_RUN, runs.MAX_RUN, runs.SCALAR_AFTER_SHORT_RUN, record_queue.MATERIALIZE_ROWS = saved
 
 
 VALUE_SERDES = {"integer": Serdes.Integer(), "string": Serdes.String()}

@@ -243,7 +243,8 @@ def test_fused_time_window_loop_concrete_records_and_counters():
 # ---------------------------------------------------------------- column-at-a-time session count runs
 @contextmanager
 def runsOf(minRun, maxRun):
-    """The session-count runs (``session_count_batch``) with other run sizes; (None, None): off.
+    """The column-at-a-time runs (``session_count_batch``, and the count runs that share its sizes)
+    with other run sizes; (None, None): off.
     Queues convert column rows to tuples two at a time, so runs meet both."""
     from kspark.dsl._internals import session_count_batch as batches
     from kspark.runtime import record_queue

@@ -36,14 +36,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
-from .session_count_batch import gatherRun, takeRun
-
-# Fewer queued records than this: the scalar loop.
-MIN_RUN = 64
-# Records looked at per run.
-MAX_RUN = 1 << 16
-# After a run stopped early, records handed to the scalar loop before the next run is tried.
-SCALAR_AFTER_SHORT_RUN = 256
+from .session_count_batch import gatherRun, runLoop, takeRun
 
 _LONG = pa.binary(8)
 _COUNT_LIMIT = 1 << 62  # a stored count at or above it: the scalar loop (no run could overflow int64)
@@ -217,15 +210,6 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     def run(limit: int | None) -> int:
         if limit is not None or store._sorted is not None:  # a sorted key index: the loop's put keeps it
             return scalar(limit)
-        done = 0
-        while queue.head is not None:
-            if queue.size() < MIN_RUN:
-                return done + scalar(None)
-            n, stopped = vectorised(MAX_RUN)
-            done += n
-            task.handOffProduced()
-            if stopped and queue.head is not None:
-                done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
-        return done
+        return runLoop(task, queue, vectorised, scalar)
 
     return run

@@ -111,6 +111,23 @@ def takeRun(queue, pg, n: int, tMax: int, fromColumns: bool) -> None:
     queue._updateHead()
 
 
+def runLoop(task, queue, vectorised, scalar) -> int:
+    """Process the whole queue: runs (``vectorised(MAX_RUN)`` -> (records, stopped early)) while
+    ``MIN_RUN`` or more records are queued, the scalar loop for the rest and for a few records
+    after a run that stopped early; the output is handed off after each run. Returns the records
+    processed. (The count runs, ``count_batch``, share it and these sizes.)"""
+    done = 0
+    while queue.head is not None:
+        if queue.size() < MIN_RUN:
+            return done + scalar(None)
+        n, stopped = vectorised(MAX_RUN)
+        done += n
+        task.handOffProduced()
+        if stopped and queue.head is not None:
+            done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
+    return done
+
+
 def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     """``run(limit)`` that processes long queues in vectorised runs and the rest with ``scalar``,
     or None when ``agg``'s topology is not a String-keyed session count into the built-in
@@ -308,17 +325,6 @@ def batchRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         return m, m < n
 
     def run(limit: int | None) -> int:
-        if limit is not None:
-            return scalar(limit)
-        done = 0
-        while queue.head is not None:
-            if queue.size() < MIN_RUN:
-                return done + scalar(None)
-            n, stopped = vectorised(MAX_RUN)
-            done += n
-            task.handOffProduced()
-            if stopped and queue.head is not None:
-                done += scalar(1 if n >= SCALAR_AFTER_SHORT_RUN else SCALAR_AFTER_SHORT_RUN)
-        return done
+        return scalar(limit) if limit is not None else runLoop(task, queue, vectorised, scalar)
 
     return run
