@@ -25,7 +25,7 @@ Long count of a ``ValueAndTimestamp`` (the loop's general load raises the serde'
 loop, which handles everything; then runs resume. Taken only where the queue's serdes are
 built-in (pure: a value deserialized here is not deserialized again unless the run stops before
 it) and its extractor a built-in one. Outputs, store contents, stream and partition times and
-counters are the scalar loop's; ``tests/unit/test_fast_path_aggregate.py`` checks them on
+counters are the scalar loop's; ``tests/unit/test_count_runs.py`` checks them on
 generated input.
 """
 
