@@ -14,12 +14,11 @@ from kspark import (Consumed, FailOnInvalidTimestamp, LogAndContinueExceptionHan
                     LogAndSkipOnInvalidTimestamp, Materialized, Produced, Serdes, StreamsBuilder)
 from kspark.config import StreamsConfig
 from kspark.errors import LogAndContinueProcessingExceptionHandler, StreamsException
-from kspark.runtime.record_queue import RawRecord
-from kspark.runtime.stream_task import ProducedColumns, StreamTask
+from kspark.runtime.stream_task import StreamTask
 from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import PersistentTaskState, makePersistent
 # tests/unit: pytest's rootdir import; runsOf sets the run sizes the count runs share with the session runs
-from test_fast_path import columnsOf, runsOf, withLatencies
+from test_fast_path import feedBatches, runsOf, withLatencies
 
 LONG = Serdes.Long()
 
@@ -63,24 +62,13 @@ def countBatches(raws, batch, asColumns=False, handOff=False, stateDir=None, res
     assert task._fastPath.__qualname__.startswith("countRunner")  # the count runs were built
     if onTask is not None:
         onTask(task)
-    handed: list = []
-    if handOff:
-        task.producedListener = handed.extend
-    out, changelog = [], []
-    records = [RawRecord(n, ts, k, v, headers, ts if ts >= 0 else None) for n, (k, v, ts, headers) in enumerate(raws)]
-    for n, i in enumerate(range(0, len(records), batch)):
-        if asColumns:
-            task.addRecordColumns("in", columnsOf(records[i:i + batch]), lag=0)
-        else:
-            task.addRecords("in", records[i:i + batch], lag=0)
-        task.processAll(0)
-        task.commit()
-        produced = [r for chunk in handed + task.drainProducedChunks()
-                    for r in (chunk.records() if type(chunk) is ProducedColumns else [chunk])]
-        handed.clear()
-        out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in produced]
+    changelog: list = []
+
+    def flushed(n: int) -> None:  # the stream threads' commit: the store's changes applied at once
         if state is not None:
             changelog.append(state.flush("", n, task.partitionGroup.streamTime, "ckpt", applyNow=True))
+
+    out = feedBatches(task, raws, batch, asColumns, handOff, flushed)
     if state is None:
         return out, withLatencies(task), task.checkpoint()
     checkpoint = {"streamTime": task.partitionGroup.streamTime,

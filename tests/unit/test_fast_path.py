@@ -276,12 +276,21 @@ def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False, han
     assert task._fastPath.__qualname__.startswith("batchRunner")  # the session-count runs were built
     if onTask is not None:
         onTask(task)
+    out = feedBatches(task, raws, batch, asColumns, handOff)
+    return out, withLatencies(task), task.checkpoint()
+
+
+def feedBatches(task, raws, batch, asColumns=False, handOff=False, afterCommit=None) -> list:
+    """Add ``raws`` (serialized key, serialized value, timestamp, headers) to the initialized
+    ``task``'s "in" queue ``batch`` records at a time, each batch processed and committed as the
+    Spark hosts do (``asColumns``, ``handOff``: see ``rawBatches``; ``afterCommit(n)`` after batch
+    ``n``'s commit); returns the records written as (key, value, timestamp, partition, headers)."""
     handed: list = []
     if handOff:
         task.producedListener = handed.extend
     out = []
     records = [RawRecord(n, ts, k, v, headers, ts if ts >= 0 else None) for n, (k, v, ts, headers) in enumerate(raws)]
-    for i in range(0, len(records), batch):
+    for n, i in enumerate(range(0, len(records), batch)):
         if asColumns:
             task.addRecordColumns("in", columnsOf(records[i:i + batch]), lag=0)
         else:
@@ -292,7 +301,9 @@ def rawBatches(raws, topo, batch, config=None, onTask=None, asColumns=False, han
                     for r in (chunk.records() if type(chunk) is ProducedColumns else [chunk])]
         handed.clear()
         out += [(r.key, r.value, r.timestamp, r.partition, r.headers) for r in produced]
-    return out, withLatencies(task), task.checkpoint()
+        if afterCommit is not None:
+            afterCommit(n)
+    return out
 
 
 def columnsOf(records):
