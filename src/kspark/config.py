@@ -63,7 +63,7 @@ _KSPARK_DEFS: dict[str, tuple] = {  # key -> (type, default, validator), as in _
     # how much memory RocksDB may use per Python worker (block cache + memtables), and how many
     # entries a store keeps loaded in Python between micro-batches
     "kspark.store.dir": ("STRING", None, None),
-    "kspark.store.memory.bytes": ("LONG", 128 * 1024 * 1024, ("range", 1024 * 1024, None)),
+    "kspark.store.memory.bytes": ("LONG", 384 * 1024 * 1024, ("range", 1024 * 1024, None)),
     "kspark.store.cache.max.entries": ("LONG", 100_000, ("range", 0, None)),
     # off until an A/B shows a gain (bench/README.md rounds 18b and 22: none beyond the noise at 100K, 1M
     # and 10M keys; in process a MultiGet costs what the point reads it replaces cost)
@@ -684,8 +684,11 @@ class StreamsConfig:
     that finds no store there restores it from its changelog topics)."""
     STORE_MEMORY_BYTES_CONFIG = "kspark.store.memory.bytes"
     """The bound of RocksDB's memory in each Python worker (block cache and memtables, shared by
-    the task stores it opens), in bytes; default 128 MiB, at least 1 MiB. Index and filter blocks
-    are held outside it, as in Kafka Streams' default RocksDB config (about 1.5 bytes per key).
+    the task stores it opens), in bytes; default 384 MiB, at least 1 MiB (Kafka Streams' default
+    RocksDB config gives each store a 50 MB block cache and three 16 MB memtables; at 10M keys
+    384 MiB ran P5 on Kafka 5-10 % faster than 128 MiB, bench/README.md round 33). Index and
+    filter blocks are held outside it, as in Kafka Streams' default RocksDB config (about 1.5
+    bytes per key).
     Kafka Streams bounds it with a ``rocksdb.config.setter``."""
     STORE_CACHE_MAX_ENTRIES_CONFIG = "kspark.store.cache.max.entries"
     """How many entries a persistent store keeps decoded in Python between micro-batches (the
