@@ -555,7 +555,7 @@ def test_the_kinds_are_registered():
 
 def test_a_versioned_store_reads_as_of_a_time_through_the_interactive_query_view(tmp_path):
     from kspark.state._persistent import MergedKeyValueView, readOnlyStore
-    from kspark.state._rocksdb import pendingPrefix
+    from kspark.state._rocksdb import pendingWrites
 
     store = versioned(retention=1000)
     state = taskState(tmp_path, [store])
@@ -563,7 +563,7 @@ def test_a_versioned_store_reads_as_of_a_time_through_the_interactive_query_view
     store.put("k", "old", 100)
     store.put("k", "new", 200)
     state.flush("v1", 0, 200, CKPT)  # pending: read as committed by the view (withPending)
-    view = MergedKeyValueView([readOnlyStore(versioned(retention=1000), state.db.db, pendingPrefix(state.db.meta))])
+    view = MergedKeyValueView([readOnlyStore(versioned(retention=1000), state.db.db, pendingWrites(state.db.db, state.db.meta))])
     assert view.get("k").value() == "new" and view.get("k", 150).value() == "old" and view.get("k", 50) is None
     assert view.get("j") is None
     state.close()

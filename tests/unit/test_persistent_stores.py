@@ -20,7 +20,7 @@ from kspark.state import Stores, ValueAndTimestamp
 from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import CHANGELOG_HEADER, PersistentTaskState, makePersistent
 from kspark.state._restore import _keepHeader, restoreStores
-from kspark.state._rocksdb import TaskStateDB, pendingPrefix
+from kspark.state._rocksdb import TaskStateDB, pendingWrites
 from kspark.topics import LocalTopics
 
 CKPT = "ckpt-1"
@@ -89,9 +89,9 @@ def test_a_replayed_batch_starts_from_the_stores_of_the_batch_before_it(tmp_path
     state.close()
 
 
-def test_each_batchs_pending_writes_have_a_key_range_of_their_own_and_leave_none_behind(tmp_path):
-    # A range scanned for every batch steps over the deletes of every earlier batch until RocksDB
-    # compacts them: the reconcile grew from 0.5 to 11 ms over 5,000 batches (bench round 24).
+def test_each_batchs_pending_writes_are_one_value_that_applying_or_dropping_removes(tmp_path):
+    # One value per batch, not a key per write: writing 25K changed keys pending and applying
+    # them took 57 ms with a key per write, 23 ms as one value (bench/README.md round 33).
     store = kvStore()
     state = taskState(tmp_path, [store])
     state.open(CKPT, None)
@@ -101,16 +101,17 @@ def test_each_batchs_pending_writes_have_a_key_range_of_their_own_and_leave_none
         if batch:
             store.delete(f"k{batch - 1}")
         state.flush(f"v{batch}", batch, 10 * batch, CKPT)
-        tag = batch.to_bytes(8, "big")
-        assert pendingPrefix(state.db.meta) == b"\x00pend" + tag
-        assert sorted(state.db.items(b"\x00pend", b"\x00pene")) == [
-            (b"\x00pend" + tag + b"ss\x00" + f"k{batch - 1}".encode(), b"\x00")][:batch] + [
-            (b"\x00pend" + tag + b"ss\x00" + f"k{batch}".encode(), b"\x01" + str(batch).encode())]
+        assert state.db.meta["pendingLayout"] == "batch"
+        assert pendingWrites(state.db.db, state.db.meta) == {
+            **({b"ss\x00" + f"k{batch - 1}".encode(): None} if batch else {}),
+            b"ss\x00" + f"k{batch}".encode(): str(batch).encode()}
+        assert [key for key, _ in state.db.items(b"\x00", b"\x01")] == [b"\x00meta", b"\x00pbat"]
         state.close()
         if batch == 2:  # batch 2 fails after its flush: its writes are dropped, the replay writes anew
             state = taskState(tmp_path, [kvStore()])
             assert state.open(CKPT, "v1") is True
-            assert list(state.db.items(b"\x00pend", b"\x00pene")) == []
+            assert [key for key, _ in state.db.items(b"\x00", b"\x01")] == [b"\x00meta"]
+            assert pendingWrites(state.db.db, state.db.meta) == {}
             state.close()
         store = kvStore()
         state = taskState(tmp_path, [store])
@@ -118,8 +119,30 @@ def test_each_batchs_pending_writes_have_a_key_range_of_their_own_and_leave_none
         if batch == 2:
             state.restored(CKPT, "v1")  # (as a host does after a restore)
             break
-        assert list(state.db.items(b"\x00pend", b"\x00pene")) == []  # applied and deleted, key by key
+        assert [key for key, _ in state.db.items(b"\x00", b"\x01")] == [b"\x00meta"]  # applied and deleted
         assert store.get(f"k{batch}") == batch and store.get(f"k{batch - 1}") is None
+    state.close()
+
+
+def test_pending_writes_added_to_before_a_reconcile_apply_in_order(tmp_path):
+    # Two flushes without a reconcile between them add to the same pending value, applied in
+    # order: a later flush's range deletes an earlier flush's write, the later write of a key wins
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    state.open(CKPT, None)
+    state.restored(CKPT, None)
+    store.put("a", 1)
+    store.put("x1", 5)
+    store.put("b", 3)
+    state.flush("v1", 0, 10, CKPT)
+    store.delete("a")
+    state.flush("v2", 1, 10, CKPT)
+    state.db.writePending([(b"ss\x00b", b"4")], "v2", 1, [(b"ss\x00x", b"ss\x00y")])
+    state.close()
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v2") is True
+    assert store.get("a") is None and store.get("b") == 4 and store.get("x1") is None
     state.close()
 
 
@@ -142,7 +165,53 @@ def test_pending_writes_of_a_database_of_an_earlier_kspark_are_applied(tmp_path)
     assert list(state.db.items(b"\x00pend", b"\x00pens")) == []
     store.put("b", 2)
     state.flush("v2", 1, 10, CKPT)
-    assert pendingPrefix(state.db.meta) == b"\x00pend" + bytes(8)  # the tagged layout from then on
+    assert state.db.meta["pendingLayout"] == "batch"  # this kspark's layout from then on
+    assert pendingWrites(state.db.db, state.db.meta) == {b"ss\x00b": b"2"}
+    state.close()
+
+
+def test_tagged_pending_writes_of_an_earlier_kspark_are_applied_dropped_and_read_by_a_view(tmp_path):
+    # kspark of rounds 24-32 wrote a key per pending write under \x00pend<8-byte tag>
+    from kspark.state._persistent import MergedKeyValueView, readOnlyStore
+
+    def earlier(version):
+        store = kvStore()
+        state = taskState(tmp_path, [store])
+        state.open(CKPT, None)
+        state.restored(CKPT, None)
+        store.put("a", 1)
+        store.put("x1", 2)
+        state.flush("v0", 0, 10, CKPT)
+        state.close()
+        state = taskState(tmp_path, [kvStore()])
+        assert state.open(CKPT, "v0") is True
+        tag = (5).to_bytes(8, "big")
+        state.db.db[b"\x00pend" + tag + b"ss\x00a"] = b"\x00"
+        state.db.db[b"\x00pend" + tag + b"ss\x00b"] = b"\x01" + b"3"
+        state.db.db[b"\x00penr" + tag + b"ss\x00x"] = b"ss\x00y"
+        state.db._setMeta(rocksdict.WriteBatch(raw_mode=True), pending=version, pendingBatch=1, pendingTag=5,
+                        pendingLayout=None)  # (an earlier kspark's meta has none)
+        state.db.db[b"\x00meta"] = json.dumps(state.db.meta).encode()
+        return state
+
+    state = earlier("v1")
+    view = MergedKeyValueView([readOnlyStore(kvStore(), state.db.db, pendingWrites(state.db.db, state.db.meta))])
+    assert view.get("a") is None and view.get("b") == 3
+    state.close()
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v1") is True  # committed: applied
+    assert store.get("a") is None and store.get("b") == 3 and store.get("x1") is None
+    assert list(state.db.items(b"\x00pend", b"\x00pens")) == []
+    state.close()
+    shutil.rmtree(tmp_path)
+    state = earlier("v1")
+    state.close()
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v0") is True  # not committed: dropped
+    assert store.get("a") == 1 and store.get("b") is None and store.get("x1") == 2
+    assert list(state.db.items(b"\x00pend", b"\x00pens")) == []
     state.close()
 
 
@@ -174,7 +243,7 @@ def test_a_flush_applied_at_once_leaves_the_stores_a_committed_pending_flush_lea
                 state.close()
                 assert state.open(CKPT, f"v{batch}") is True
         entries = list(state.db.items(b"s", b"t"))
-        assert list(state.db.items(b"\x00pend", b"\x00pens")) == []
+        assert pendingWrites(state.db.db, state.db.meta) == {} and state.db.get(b"\x00pbat") is None
         state.close()
         return logged, entries, headers
 
@@ -236,13 +305,13 @@ def test_timestamped_values_use_kafkas_value_and_timestamp_layout(tmp_path):
     state.open(CKPT, None)
     store.put("k", ValueAndTimestamp(7, 1_700_000_000_123))
     records = state.flush("v1", 0, 5, CKPT)
-    pending = state.db.get(pendingPrefix(state.db.meta) + b"ss\x00k")
+    pending = pendingWrites(state.db.db, state.db.meta)[b"ss\x00k"]
     state.close()
     # Kafka's ChangeLoggingTimestampedKeyValueBytesStore logs the value's bytes without its
     # timestamp, which becomes the record's timestamp (the local store keeps ValueAndTimestamp's
     # 8-byte big-endian timestamp + value, as Kafka's RocksDB does)
     assert [(k, v, ts) for _, k, v, ts, _ in records] == [(b"k", struct.pack(">q", 7), 1_700_000_000_123)]
-    assert pending == b"\x01" + struct.pack(">qq", 1_700_000_000_123, 7)
+    assert pending == struct.pack(">qq", 1_700_000_000_123, 7)
     state = taskState(tmp_path, [store])
     state.open(CKPT, "v1")
     assert store.get("k") == ValueAndTimestamp(7, 1_700_000_000_123)
@@ -698,7 +767,7 @@ def test_the_flush_of_long_values_writes_what_the_general_path_writes(tmp_path):
             store.put(key, value)
         try:
             records = state.flush("v1", 0, 77, CKPT)
-            pending = sorted(state.db.items(b"\x00pend", b"\x00pene"))
+            pending = sorted(pendingWrites(state.db.db, state.db.meta).items())
         finally:
             state.close()
         return sorted(records), pending
@@ -711,7 +780,7 @@ def test_the_flush_of_long_values_writes_what_the_general_path_writes(tmp_path):
     assert [(k, v, ts) for _, k, v, ts, _ in records] == [
         (b"a", struct.pack(">q", 2), 12), (b"b", struct.pack(">q", -(2 ** 63)), 0), (b"c", struct.pack(">q", 2 ** 63 - 1), -5),
         (b"e", None, 77)]
-    assert pending[0] == (b"\x00pend" + bytes(8) + b"ss\x00a", b"\x01" + struct.pack(">qq", 12, 2))  # the first tag: 0
+    assert pending[0] == (b"ss\x00a", struct.pack(">qq", 12, 2))
     for bad in (2 ** 63, True):  # out of range; a bool, which Serdes.Long() refuses
         errors = []
         for serde, name in ((Serdes.Long(), f"fast-{bad}"), (SubLong(), f"general-{bad}")):

@@ -841,14 +841,13 @@ class PersistentTaskState:
 class ReadOnlyBackend:
     """A store's view of a task database opened read-only by another process (RocksDB's secondary
     instance: interactive queries, ``checkpointedStore``), as of a committed micro-batch: the
-    applied entries, with the pending writes over them when ``pending`` is their key prefix
-    (``kspark.state._rocksdb.pendingPrefix`` of the database's meta: their batch has committed),
-    not None."""
+    applied entries, with ``pending`` over them (``kspark.state._rocksdb.pendingWrites``: database
+    key -> value or None for a delete) when their batch has committed, else None."""
 
     __slots__ = ("db", "prefix", "end", "pending")
     empty = False  # no fast path for readers
 
-    def __init__(self, db, storeName: str, pending: bytes | None) -> None:
+    def __init__(self, db, storeName: str, pending: dict | None) -> None:
         self.db, self.prefix, self.pending = db, storePrefix(storeName), pending
         self.end = prefixEnd(self.prefix)
 
@@ -857,10 +856,8 @@ class ReadOnlyBackend:
 
     def getRaw(self, key: bytes) -> bytes | None:
         """The value of database key ``key`` (with its prefix), pending writes first if committed."""
-        if self.pending is not None:
-            pending = self.db.get(self.pending + key)
-            if pending is not None:
-                return pending[1:] if pending[:1] == b"\x01" else None
+        if self.pending and key in self.pending:
+            return self.pending[key]
         return self.db.get(key)
 
     def items(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool):
@@ -877,16 +874,21 @@ class ReadOnlyBackend:
             return {key[skip:]: value for key, value in self.db.items(from_key=start, read_opt=options)}
 
         found = scan(self.prefix, self.end)
-        if self.pending is not None:
-            for key, value in scan(self.pending + self.prefix, prefixEnd(self.pending + self.prefix)).items():
-                if value[:1] == b"\x01":
-                    found[key] = value[1:]
-                else:
-                    found.pop(key, None)
+        skip = len(self.prefix)
+        for key, value in (self.pending or {}).items():
+            if not key.startswith(self.prefix):
+                continue
+            key = key[skip:]
+            if (lo is not None and key < lo) or (hi is not None and (key > hi if hiInclusive else key >= hi)):
+                continue
+            if value is None:
+                found.pop(key, None)
+            else:
+                found[key] = value
         return sorted(found.items())
 
 
-def readOnlyStore(store, db, pending: bytes | None):
+def readOnlyStore(store, db, pending: dict | None):
     """``store`` (as its builder built it) made persistent over ``db`` read-only (see
     ``ReadOnlyBackend``), with the meta its task last wrote (observed stream time...); None if
     its kind has no persistent form."""

@@ -8,17 +8,19 @@ Keys of the database (raw bytes):
   (:func:`storePrefix`); what follows the prefix is the store's own layout (see
   ``kspark.state._persistent``).
 - ``\\x00meta``: JSON of the database's position (:class:`TaskStateDB` ``meta``).
-- ``\\x00pend<tag><store key with prefix>``: the last micro-batch's writes, not yet known to be
-  committed (``\\x01`` + the new value, or ``\\x00`` for a delete); ``<tag>``: 8 bytes, big-endian,
-  a number the database never used before (meta ``pendingTag``, :func:`pendingPrefix`), so each
-  batch's pending keys have a key range of their own. A range that held earlier batches' pending
-  writes is full of their deletes until RocksDB compacts them away, and every later scan of it
-  would step over them: one range for every batch made each reconcile slower than the last
-  (0.5 ms after 1,000 batches, 11 ms after 5,000, bench/README.md round 24). The applied and
-  dropped pending writes are deleted key by key, not by range deletes, for the same reason
-  (RocksDB re-fragments a memtable's range deletes on every iterator it opens). Databases of
-  kspark before this layout have no ``pendingTag``: their pending writes are under ``\\x00pend``
-  directly and are applied as they are.
+- ``\\x00pbat``: the last micro-batch's writes, not yet known to be committed, as one value (meta
+  ``pendingLayout`` ``"batch"``): the pickle of a list of ``(ranges, writes)``, one per flush
+  (one, unless a flush is added to a batch's), each the ``[lo, hi)`` ranges to delete and then
+  the ``(key with its store prefix, value or None)`` writes, applied in order. One value
+  is written and deleted per batch, not a key per write: a batch of 25K changed keys cost 15 ms
+  to write pending and 42 ms to apply with a key per write, 7 and 16 ms as one value
+  (bench/README.md round 33). It is kspark's own value, read only by kspark from the task's
+  local database.
+- Earlier kspark wrote a key per pending write, ``\\x00pend<tag><store key with prefix>``
+  (``\\x01`` + the new value, or ``\\x00`` for a delete; ``<tag>``: 8 bytes, big-endian, meta
+  ``pendingTag``, or no tag before that) and ``\\x00penr<tag><lo>`` -> ``hi`` per range. A
+  database of that kspark still has its pending writes applied or dropped; the next batch
+  writes the layout above.
 
 Exactly once under Spark's replays. A micro-batch's changes are written as *pending* under a
 fresh version id, in one atomic write batch with the meta. Only the next micro-batch knows
@@ -36,13 +38,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import shutil
 import time
 from typing import Iterator
 
 log = logging.getLogger("kspark.state")
 
-__all__ = ["TaskStateDB", "copyStoreFiles", "storePrefix", "prefixEnd"]
+__all__ = ["TaskStateDB", "copyStoreFiles", "storePrefix", "prefixEnd", "pendingWrites"]
 
 _META = b"\x00meta"
 _PENDING = b"\x00pend"
@@ -50,7 +53,9 @@ _PENDING_END = b"\x00pene"  # _PENDING with its last byte + 1: the end of the pe
 _PENDING_RANGES = b"\x00penr"  # + lo -> hi: a range [lo, hi) the pending writes delete first
 _PENDING_RANGES_END = b"\x00pens"
 _TAG_BYTES = 8
-_PUT, _DELETE = b"\x01", b"\x00"
+_PUT = b"\x01"  # an earlier kspark's pending put (else a delete)
+_PENDING_BATCH = b"\x00pbat"  # the pending writes as one value (layout "batch", see the module docstring)
+_BATCH_LAYOUT = "batch"
 _STORE_META = b"\x00smeta"  # + store name -> JSON of what the task checkpoint keeps of the store
 
 # One block cache and one write-buffer budget per Python worker process, shared by every task
@@ -68,10 +73,29 @@ def _tagBytes(tag: int) -> bytes:
     return tag.to_bytes(_TAG_BYTES, "big")
 
 
-def pendingPrefix(meta: dict) -> bytes:
-    """The prefix of the pending writes' keys of a database whose meta is ``meta``."""
+def _pendingPrefix(meta: dict) -> bytes:
+    """The prefix of the pending writes' keys of an earlier kspark's database (key per write)."""
     tag = meta.get("pendingTag")
     return _PENDING if tag is None else _PENDING + _tagBytes(tag)
+
+
+def pendingWrites(db, meta: dict) -> dict[bytes, bytes | None]:
+    """The pending writes of the database ``db`` (a ``rocksdict.Rdict``: a task's, or a secondary
+    instance of it) whose meta is ``meta``: database key (with its store prefix) -> value, None
+    for a delete; the last write of a key wins. Empty when nothing is pending."""
+    if meta.get("pending") is None:
+        return {}
+    if meta.get("pendingLayout") == _BATCH_LAYOUT:
+        raw = db.get(_PENDING_BATCH)
+        return {key: value for _, writes in pickle.loads(raw) for key, value in writes} if raw is not None else {}
+    import rocksdict
+
+    prefix = _pendingPrefix(meta)
+    options = rocksdict.ReadOptions()
+    options.set_iterate_upper_bound(prefixEnd(prefix))
+    skip = len(prefix)
+    return {key[skip:]: (value[1:] if value[:1] == _PUT else None)
+            for key, value in db.items(from_key=prefix, read_opt=options)}
 
 
 def prefixEnd(prefix: bytes) -> bytes | None:
@@ -188,7 +212,15 @@ class TaskStateDB:
             return False
         pending = meta.get("pending")
         if pending is not None and pending == committedVersion:
-            self._applyPending(committedVersion)
+            if meta.get("pendingLayout") == _BATCH_LAYOUT:
+                batch = None
+                for ranges, writes in pickle.loads(self.db.get(_PENDING_BATCH)):
+                    batch = self._batchOf(ranges, writes, batch)
+                batch.delete(_PENDING_BATCH)
+                self._setMeta(batch, applied=committedVersion, pending=None)
+                self.db.write(batch)
+            else:
+                self._applyPending(committedVersion)
             return True
         if meta.get("applied") == committedVersion:
             if pending is not None:
@@ -197,7 +229,7 @@ class TaskStateDB:
         return False
 
     def _pendingRanges(self) -> tuple[bytes, bytes | None, bytes, bytes | None]:
-        """(start, end) of the pending writes' keys, then of their ranges (see the module docstring)."""
+        """(start, end) of an earlier kspark's pending writes' keys, then of their ranges."""
         tag = self.meta.get("pendingTag")
         if tag is None:  # a database of an earlier kspark
             return _PENDING, _PENDING_END, _PENDING_RANGES, _PENDING_RANGES_END
@@ -205,6 +237,7 @@ class TaskStateDB:
         return writes, prefixEnd(writes), ranges, prefixEnd(ranges)
 
     def _applyPending(self, version: str) -> None:
+        """Apply an earlier kspark's pending writes (a key per write)."""
         import rocksdict
 
         writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
@@ -226,11 +259,14 @@ class TaskStateDB:
     def _dropPending(self) -> None:
         import rocksdict
 
-        writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
         batch = rocksdict.WriteBatch(raw_mode=True)
-        for start, end in ((writes, writesEnd), (ranges, rangesEnd)):
-            for key, _ in self._items(start, end):
-                batch.delete(key)
+        if self.meta.get("pendingLayout") == _BATCH_LAYOUT:
+            batch.delete(_PENDING_BATCH)
+        else:
+            writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
+            for start, end in ((writes, writesEnd), (ranges, rangesEnd)):
+                for key, _ in self._items(start, end):
+                    batch.delete(key)
         self._setMeta(batch, pending=None)
         self.db.write(batch)
 
@@ -245,8 +281,7 @@ class TaskStateDB:
 
         batch = rocksdict.WriteBatch(raw_mode=True)
         batch.delete_range(b"\x00", b"\xff\xff")
-        tag = self.meta.get("pendingTag")
-        self.meta = {} if tag is None else {"pendingTag": tag}  # the next batch's pending keys in a new range
+        self.meta = {}
         self._setMeta(batch, checkpoint=checkpointId, applied=version, pending=None)
         self.db.write(batch)
 
@@ -266,16 +301,14 @@ class TaskStateDB:
         logged (counted towards the next snapshot, ``kspark.state._snapshots``)."""
         import rocksdict
 
-        tag = self.meta.get("pendingTag", -1)
-        if self.meta.get("pending") is None:  # else neither applied nor dropped: added to, as before
-            tag += 1
-        writesPrefix, rangesPrefix = _PENDING + _tagBytes(tag), _PENDING_RANGES + _tagBytes(tag)
+        segments = [(list(ranges), list(writes))]
+        if self.meta.get("pending") is not None:  # neither applied nor dropped: added to, as before
+            if self.meta.get("pendingLayout") != _BATCH_LAYOUT:  # (a reconcile comes first, always)
+                raise RuntimeError(f"{self.path}: an earlier kspark's pending writes were neither applied nor dropped")
+            segments = pickle.loads(self.db.get(_PENDING_BATCH)) + segments
         batch = rocksdict.WriteBatch(raw_mode=True)
-        for lo, hi in ranges:
-            batch.put(rangesPrefix + lo, hi)
-        for key, value in writes:
-            batch.put(writesPrefix + key, _DELETE if value is None else _PUT + value)
-        self._setMeta(batch, pending=version, pendingBatch=batchId, pendingTag=tag,
+        batch.put(_PENDING_BATCH, pickle.dumps(segments, protocol=5))
+        self._setMeta(batch, pending=version, pendingBatch=batchId, pendingLayout=_BATCH_LAYOUT,
                       sinceSnapshot=self.meta.get("sinceSnapshot", 0) + changelogRecords)
         self.db.write(batch)
 
@@ -293,11 +326,17 @@ class TaskStateDB:
         A restore's writes, and the commits of a host whose database never outlives a failed
         commit (the continuous host's stream threads restore into a new directory on every
         attempt), which need no :meth:`reconcile` to tell applied from pending."""
+        if puts or ranges:
+            self.db.write(self._batchOf(ranges, puts))
+
+    @staticmethod
+    def _batchOf(ranges, puts, batch=None):
+        """``batch`` (None: a new write batch) with ``ranges`` (``[lo, hi)``) deleted, then ``puts``
+        (value None: a delete)."""
         import rocksdict
 
-        if not puts and not ranges:
-            return
-        batch = rocksdict.WriteBatch(raw_mode=True)
+        if batch is None:
+            batch = rocksdict.WriteBatch(raw_mode=True)
         for lo, hi in ranges:
             batch.delete_range(lo, hi)
         for key, value in puts:
@@ -305,7 +344,7 @@ class TaskStateDB:
                 batch.delete(key)
             else:
                 batch.put(key, value)
-        self.db.write(batch)
+        return batch
 
     def deleteRange(self, lo: bytes, hi: bytes) -> None:
         """Delete the entries in ``[lo, hi)`` (a store's expired segments, a removed store)."""
