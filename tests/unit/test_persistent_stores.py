@@ -42,6 +42,14 @@ def taskState(tmp_path, stores, logged=True, entries=1000):
                                str(tmp_path / "0_0"), 8 << 20, entries)
 
 
+def restoredState(tmp_path, stores, **kwargs):
+    """A task state opened on a new database with nothing to restore (as a host's first batch)."""
+    state = taskState(tmp_path, stores, **kwargs)
+    state.open(CKPT, None)
+    state.restored(CKPT, None)
+    return state
+
+
 def test_a_new_store_is_empty_and_a_batch_is_read_back_after_its_commit(tmp_path):
     store = kvStore()
     state = taskState(tmp_path, [store])
@@ -70,9 +78,7 @@ def test_a_new_store_is_empty_and_a_batch_is_read_back_after_its_commit(tmp_path
 
 def test_a_replayed_batch_starts_from_the_stores_of_the_batch_before_it(tmp_path):
     store = kvStore()
-    state = taskState(tmp_path, [store])
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
+    state = restoredState(tmp_path, [store])
     store.put("a", 1)
     state.flush("v1", 0, 10, CKPT)
     state.close()
@@ -93,9 +99,7 @@ def test_each_batchs_pending_writes_are_one_value_that_applying_or_dropping_remo
     # One value per batch, not a key per write: writing 25K changed keys pending and applying
     # them took 57 ms with a key per write, 23 ms as one value (bench/README.md round 33).
     store = kvStore()
-    state = taskState(tmp_path, [store])
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
+    state = restoredState(tmp_path, [store])
     for batch in range(4):
         store.put(f"k{batch}", batch)
         if batch:
@@ -128,9 +132,7 @@ def test_pending_writes_added_to_before_a_reconcile_apply_in_order(tmp_path):
     # Two flushes without a reconcile between them add to the same pending value, applied in
     # order: a later flush's range deletes an earlier flush's write, the later write of a key wins
     store = kvStore()
-    state = taskState(tmp_path, [store])
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
+    state = restoredState(tmp_path, [store])
     store.put("a", 1)
     store.put("x1", 5)
     store.put("b", 3)
@@ -149,9 +151,7 @@ def test_pending_writes_added_to_before_a_reconcile_apply_in_order(tmp_path):
 def test_pending_writes_of_a_database_of_an_earlier_kspark_are_applied(tmp_path):
     # kspark before the tagged layout wrote them under \x00pend directly, with no pendingTag
     store = kvStore()
-    state = taskState(tmp_path, [store])
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
+    state = restoredState(tmp_path, [store])
     state.db.db[b"\x00pendss\x00a"] = b"\x01" + b"1"
     state.db.db[b"\x00penrss\x00x"] = b"ss\x00y"  # a range [x, y) deleted before the writes
     state.db.db[b"ss\x00x1"] = b"2"
@@ -176,9 +176,7 @@ def test_tagged_pending_writes_of_an_earlier_kspark_are_applied_dropped_and_read
 
     def earlier(version):
         store = kvStore()
-        state = taskState(tmp_path, [store])
-        state.open(CKPT, None)
-        state.restored(CKPT, None)
+        state = restoredState(tmp_path, [store])
         store.put("a", 1)
         store.put("x1", 2)
         state.flush("v0", 0, 10, CKPT)
@@ -225,9 +223,7 @@ def test_a_flush_applied_at_once_leaves_the_stores_a_committed_pending_flush_lea
     # fails aborts its transaction, so no restore has a replayed batch to skip.
     def run(name, applyNow):
         kv, sessions = kvStore(), sessionStore(retention=120_000)
-        state = taskState(tmp_path / name, [kv, sessions])
-        state.open(CKPT, None)
-        state.restored(CKPT, None)
+        state = restoredState(tmp_path / name, [kv, sessions])
         batches = [
             lambda: (kv.put("a", 1), kv.put("b", 2), sessions._putEntry(10_000, b"k", 5_000, "k", 3),
                      sessions._putEntry(20_000, b"k", 20_000, "k", 1)),
@@ -268,9 +264,7 @@ def test_entries_a_flush_applied_at_once_evicted_are_read_back_from_the_database
     # (bench P5 over 10M keys in continuous mode, bench/README.md round 27). Rule E-2: get returns
     # the value put, null only when absent.
     kv, sessions = kvStore(), sessionStore(retention=120_000)
-    state = taskState(tmp_path, [kv, sessions], entries=1)
-    state.open(CKPT, None)
-    state.restored(CKPT, None)
+    state = restoredState(tmp_path, [kv, sessions], entries=1)
     for i in range(3):
         kv.put(f"k{i}", i)
         sessions._putEntry(1_000 * i, f"s{i}".encode(), 1_000 * i, f"s{i}", i)
