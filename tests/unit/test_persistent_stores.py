@@ -799,4 +799,40 @@ def test_a_task_database_opens_with_ksparks_rocksdb_options_when_new_and_when_re
         assert "filter_policy=bloomfilter" in text
         assert "memtable_whole_key_filtering=true" in text
         assert "memtable_prefix_bloom_size_ratio=0.100000" in text
+        # Kafka Streams' RocksDBStore: universal compaction, no compression
+        assert "compaction_style=kCompactionStyleUniversal" in text
+        assert "\n  compression=kNoCompression" in text
         db.close()
+
+
+def test_a_database_written_with_leveled_compaction_and_snappy_opens_with_every_entry(tmp_path):
+    # an earlier kspark wrote its task databases with leveled compaction and Snappy tables: they
+    # open with universal compaction and uncompressed tables, keep every entry, and take writes
+    # and compactions after it
+    path = str(tmp_path / "db")
+    old = rocksdict.Options(raw_mode=True)
+    old.create_if_missing(True)
+    old.set_write_buffer_size(256 << 10)
+    old.set_compression_type(rocksdict.DBCompressionType.snappy())
+    rng = random.Random(7)
+    truth = {}
+    db = rocksdict.Rdict(path, old, column_families={})
+    for _ in range(12):
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for _ in range(5000):
+            key, value = b"s\x00k%06d" % rng.randrange(30_000), b"%d" % rng.randrange(1 << 40)
+            batch.put(key, value)
+            truth[key] = value
+        db.write(batch)
+    db.flush()
+    db.close()
+    db = TaskStateDB(path, 24 << 20)
+    assert [db.db.get(key) for key in truth] == list(truth.values())
+    for _ in range(12):
+        writes = [(b"s\x00k%06d" % rng.randrange(30_000), b"%d" % rng.randrange(1 << 40)) for _ in range(5000)]
+        db.write(writes)
+        truth.update(writes)
+    db.db.flush()
+    db.db.compact_range(None, None)
+    assert dict(db.db.items(from_key=b"s\x00")) == truth
+    db.close()

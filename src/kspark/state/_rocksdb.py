@@ -134,6 +134,14 @@ def _options(memoryBytes: int):
     options.set_memtable_prefix_bloom_ratio(0.1)
     options.set_memtable_whole_key_filtering(True)
     options.set_max_write_buffer_number(2)
+    # Kafka Streams' RocksDBStore defaults: universal compaction, tables uncompressed. Leveled
+    # compaction with Snappy rewrote a task's whole last level every few micro-batches (each
+    # open flushes the replayed WAL to a small L0 file): RocksDB's background threads took more
+    # CPU than the task itself, 0.82-1.04 CPU-s per 25K-record batch of a 2.5M-key task against
+    # 0.46-0.51 with these (bench/README.md round 34). A database written with the old options opens
+    # with these unchanged: universal compaction takes its levels as sorted runs.
+    options.set_compaction_style(rocksdict.DBCompactionStyle.universal())
+    options.set_compression_type(rocksdict.DBCompressionType.none())
     options.set_max_open_files(256)
     options.set_keep_log_file_num(2)
     options.set_max_background_jobs(2)
