@@ -66,38 +66,40 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     unpackStored = struct.Struct(">qq").unpack  # (timestamp, value): ValueAndTimestampSerializer's layout
     tupleNew, dictGet = tuple.__new__, dict.get
 
-    def entries(distinct: list, present: list, data) -> tuple[list, int | None]:
-        """Each present key code's entry before the run, loaded as the loop loads it (None if
-        absent), and the first code whose entry the loop would not count from (else None)."""
-        persistent = type(data) is WorkingSet
-        backend = store._backend if persistent else None
-        out = []
+    def bases(distinct: list, present: list, data) -> tuple[list, list, list, int | None]:
+        """The present key codes that have an entry before the run, with its count and timestamp
+        as the loop loads them, and the first code whose entry the loop would not count from
+        (else None). What is read from the database here is not kept in the working set: the run
+        writes every key it counts, and a key after the first such code is read again by the loop."""
+        codes, counts, stamps = [], [], []
+        dbGet = None
+        if type(data) is WorkingSet and not store._backend.empty:
+            dbGet, prefix = store._backend.db.db.get, store._backend.prefix
         for code in present:
             kb = distinct[code]
             entry = dictGet(data, kb, _MISSING)
             if entry is _MISSING:
-                if not persistent:
-                    entry = None
-                else:  # the loop's inline load (aggregateFastPath): a raw value of 16 bytes, or none
-                    raw = None if backend.empty else backend.db.db.get(backend.prefix + kb)
-                    if raw is None:
-                        entry = None
-                        dict.__setitem__(data, kb, _ABSENT)
-                    elif len(raw) == 16:
-                        loadedTs, loaded = unpackStored(raw)
-                        entry = (kb.decode("utf-8"), tupleNew(ValueAndTimestamp, (loaded, loadedTs)))
-                        dict.__setitem__(data, kb, entry)
-                    else:
-                        return out, code
-            elif entry is _ABSENT:
-                entry = None
-            if entry is not None:
+                if dbGet is None:  # an in-memory store's absent key, or an empty database
+                    continue
+                raw = dbGet(prefix + kb)  # the loop's inline load (aggregateFastPath)
+                if raw is None:
+                    continue
+                if len(raw) != 16:
+                    return codes, counts, stamps, code
+                ts, count = unpackStored(raw)
+            elif entry is _ABSENT or entry is None:
+                continue
+            else:
                 stored = entry[1]
-                if (type(stored) is not ValueAndTimestamp or type(stored[0]) is not int
-                        or not 0 <= stored[0] < _COUNT_LIMIT or not 0 <= stored[1] < 1 << _TS_BITS):
-                    return out, code
-            out.append(entry)
-        return out, None
+                if type(stored) is not ValueAndTimestamp or type(stored[0]) is not int:
+                    return codes, counts, stamps, code
+                count, ts = stored
+            if not 0 <= count < _COUNT_LIMIT or not 0 <= ts < 1 << _TS_BITS:
+                return codes, counts, stamps, code
+            codes.append(code)
+            counts.append(count)
+            stamps.append(ts)
+        return codes, counts, stamps, None
 
     def vectorised(limit: int) -> tuple[int, bool]:
         """Process the longest simple run among the next ``limit`` queued records; returns
@@ -142,17 +144,15 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
         data = store._data
         present = np.flatnonzero(np.bincount(codeArr, minlength=len(distinct)))
         presentCodes = present.tolist()
-        loaded, failed = entries(distinct, presentCodes, data)
+        found, foundCounts, foundStamps, failed = bases(distinct, presentCodes, data)
+        baseCount = np.zeros(len(distinct), np.int64)
+        baseTs = np.full(len(distinct), -1, np.int64)
+        baseCount[found], baseTs[found] = foundCounts, foundStamps
         if failed is not None:
             stop = int(np.argmax(codeArr == failed))
             if stop == 0:
                 return 0, True
             t, codeArr = t[:stop], codeArr[:stop]
-        baseCount = np.zeros(len(distinct), np.int64)
-        baseTs = np.full(len(distinct), -1, np.int64)
-        for code, entry in zip(presentCodes, loaded):
-            if entry is not None:
-                baseCount[code], baseTs[code] = entry[1][0], entry[1][1]
         # -- counts and timestamps, records in key order (stable: record order within a key)
         m = stop
         order = np.argsort(codeArr, kind="stable")
