@@ -802,6 +802,7 @@ def test_a_task_database_opens_with_ksparks_rocksdb_options_when_new_and_when_re
         # Kafka Streams' RocksDBStore: universal compaction, no compression
         assert "compaction_style=kCompactionStyleUniversal" in text
         assert "\n  compression=kNoCompression" in text
+        assert "allow_mmap_reads=true" in text
         db.close()
 
 

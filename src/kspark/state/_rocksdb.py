@@ -60,7 +60,8 @@ _STORE_META = b"\x00smeta"  # + store name -> JSON of what the task checkpoint k
 
 # One block cache and one write-buffer budget per Python worker process, shared by every task
 # database it opens (RocksDB's own way to bound a process's memory: the memtables are charged to
-# the block cache). Set from kspark.store.memory.bytes by the first open.
+# the block cache; table files are read through mmap, from the OS page cache). Set from
+# kspark.store.memory.bytes by the first open.
 _SHARED: dict = {}
 
 
@@ -142,6 +143,10 @@ def _options(memoryBytes: int):
     # with these unchanged: universal compaction takes its levels as sorted runs.
     options.set_compaction_style(rocksdict.DBCompactionStyle.universal())
     options.set_compression_type(rocksdict.DBCompressionType.none())
+    # Table files read through mmap: uncompressed blocks are read in place from the OS page cache,
+    # not copied into the block cache, which then holds the memtables' charge only. Same speed,
+    # and 30 % less resident memory per Python worker at 10M keys (bench/README.md round 35).
+    options.set_allow_mmap_reads(True)
     options.set_max_open_files(256)
     options.set_keep_log_file_num(2)
     options.set_max_background_jobs(2)
