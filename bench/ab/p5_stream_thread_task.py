@@ -5,7 +5,10 @@ uniformly from the loaded ones, ``processAll`` per chunk, and every ``--commit-e
 commit: the task's, then the store's flush applied at once (``PersistentTaskState.flush``, as the
 stream threads' commits do), the output and changelog records drained; Python's collector paused as
 the stream threads pause it (``PausedCollector``). Prints CPU µs (the process,
-RocksDB's background threads included) and wall µs per record of each repetition, and a digest of
+RocksDB's background threads included) and wall µs per record of each repetition, the CPU µs per
+record of the tasks' calls alone (``addRecords``, ``processAll``, the commit and the flush, on the
+calling thread: without the background threads' compactions and the digest, which vary from run
+to run more than most changes), and a digest of
 the output and changelog records (each commit's changelog records sorted by key), to compare two versions of kspark on the same input.
 
 The load writes the keys' counts (1) as a restore would (``restoreRecords``, 100K per write), so
@@ -86,31 +89,36 @@ def main() -> None:
         digest, n, now = hashlib.sha256(), 0, 0
         gc.collect()
         collector = PausedCollector().__enter__()  # as a stream thread's poll loop runs
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, taskCpu = time.perf_counter(), time.process_time(), 0.0
         for i, start in enumerate(range(0, args.records, args.chunk)):
             collector.maybeCollect()
             now += 10
             for t, queued in zip(tasks, queues):
+                started = time.thread_time()
                 t.addRecords("events", queued[start:start + args.chunk], lag=0)
                 n += t.processAll(now)
                 if i % args.commit_every == args.commit_every - 1 or start + args.chunk >= args.records:
                     t.commit()
                     changelog = t.persistentState.flush("", i, t.partitionGroup.streamTime, "bench", applyNow=True)
+                    taskCpu += time.thread_time() - started
                     for r in t.drainProduced():
                         digest.update(b"%d %d %s %s|" % (r.partition, r.timestamp, r.key, r.value))
                     # a flush logs each key once, in the order of a set: sorted here
                     for _, key, value, timestamp, _ in sorted(changelog, key=lambda r: r[1]):
                         digest.update(b"%d %s %s|" % (timestamp, key, value))
+                else:
+                    taskCpu += time.thread_time() - started
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         collector.__exit__()
-        results.append((1e6 * cpu / n, 1e6 * wall / n))
+        results.append((1e6 * cpu / n, 1e6 * wall / n, 1e6 * taskCpu / n))
         for t, d in zip(tasks, dirs):
             t.persistentState.close()
             shutil.rmtree(d, ignore_errors=True)
         del tasks, queues
         gc.collect()
     print(f"{args.tasks} tasks x {args.keys:,} keys, {n:,} records: CPU us per record "
-          f"{[round(c, 2) for c, _ in results]}, wall {[round(w, 2) for _, w in results]}, digest {digest.hexdigest()[:12]}")
+          f"{[round(c, 2) for c, _, _ in results]}, wall {[round(w, 2) for _, w, _ in results]}, the tasks' calls "
+          f"(thread CPU) {[round(c, 2) for _, _, c in results]}, digest {digest.hexdigest()[:12]}")
 
 
 if __name__ == "__main__":
