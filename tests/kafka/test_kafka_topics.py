@@ -261,3 +261,22 @@ def test_kspark_topics_cli_on_kafka(kafkaBroker, capsys, monkeypatch):
     read = {p: consumerRead(kafkaBroker.bootstrapServers, "cli-words", p) for p in range(3)}
     assert [(p, r[1:4]) for p in range(3) for r in read[p]] == sorted(
         [(partitionForKey(b"a", 3), (1000, b"a", b'{"n":1}')), (partitionForKey(b"b", 3), (2000, b"b", b'{"n":2}'))])
+
+
+def test_producers_report_failed_records_only_and_a_refused_record_still_fails_the_write(kafkaBroker, topics):
+    """kspark's producers take librdkafka's delivery reports of failed records only
+    (``FAILED_DELIVERIES_ONLY``; their callbacks act on errors alone): 3 records the broker
+    accepts give no report, one it refuses (over the topic's ``max.message.bytes``) gives its
+    error, and a write with such a record fails naming the topic, as before."""
+    from kspark.topics._kafka import FAILED_DELIVERIES_ONLY
+
+    topics.createTopic("small-records", 1, config={"max.message.bytes": "1000"})
+    reports = []
+    producer = Producer({**FAILED_DELIVERIES_ONLY, "bootstrap.servers": kafkaBroker.bootstrapServers})
+    for values in ([b"a", b"b"], [b"x" * 5_000], [b"c"]):  # the broker refuses a refused record's whole request
+        for value in values:
+            producer.produce("small-records", value, b"k", 0, lambda err, msg: reports.append((err, msg.value())))
+        assert producer.flush(30) == 0
+    assert [(err.code(), value) for err, value in reports] == [(KafkaError.MSG_SIZE_TOO_LARGE, b"x" * 5_000)]
+    with pytest.raises(StreamsException, match=r"^Producing to small-records failed: .*[Mm]essage size too large"):
+        topics.produce("small-records", [(b"k", b"d", 5), (b"k", b"y" * 5_000, 6)], partitioner=lambda key, n: 0)

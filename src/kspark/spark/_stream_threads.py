@@ -494,14 +494,15 @@ class _StreamThread:
     def _producer(self) -> None:
         from confluent_kafka import KafkaException, Producer
 
-        from ..topics._kafka import _deliveryErrors, _librdkafkaLog, _sinkError, initTransactions
+        from ..topics._kafka import FAILED_DELIVERIES_ONLY, _deliveryErrors, _librdkafkaLog, _sinkError, initTransactions
 
         conf = dict(self.topics.producerConfig)
         timeout = conf.get("transaction.timeout.ms", "60000")
         if int(conf.get("delivery.timeout.ms", timeout)) > int(timeout):
             conf["delivery.timeout.ms"] = timeout
         transactionalId = f"{self.appId}-kspark-stream-thread-{self.index}"
-        self.producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
+        self.producer = Producer({**FAILED_DELIVERIES_ONLY, **conf, "transactional.id": transactionalId,
+                                  "logger": _librdkafkaLog})
         try:
             initTransactions(self.producer, self.topics.timeoutS)  # fences an earlier attempt, aborts its transaction
         except KafkaException as e:

@@ -570,7 +570,7 @@ class KafkaTopics(Topics):
         numPartitions = self.partitionsFor(name)
         if numPartitions is None:
             raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition: {name}")
-        producer = Producer({**self.producerConfig, "enable.idempotence": "true", "linger.ms": "20",
+        producer = Producer({**FAILED_DELIVERIES_ONLY, **self.producerConfig, "enable.idempotence": "true", "linger.ms": "20",
                              "logger": _librdkafkaLog})
         errors: list = []
         counts: dict[int, int] = {}
@@ -1219,7 +1219,7 @@ class KafkaSinkWriter:
         key = f"idempotent:{sorted(self.producerConfig.items())}"
         producer = _PRODUCERS.get(key)
         if producer is None:
-            producer = _PRODUCERS[key] = Producer({**self.producerConfig, "enable.idempotence": "true",
+            producer = _PRODUCERS[key] = Producer({**FAILED_DELIVERIES_ONLY, **self.producerConfig, "enable.idempotence": "true",
                                                    "logger": _librdkafkaLog})
         errors: list = []
         written = sum(_produceTable(producer, t, p, table, _deliveryErrors(errors)) for t, p, table in parts)
@@ -1253,7 +1253,8 @@ class KafkaSinkWriter:
             timeout = conf.get("transaction.timeout.ms", "60000")
             if int(conf.get("delivery.timeout.ms", timeout)) > int(timeout):
                 conf["delivery.timeout.ms"] = timeout
-            producer = Producer({**conf, "transactional.id": transactionalId, "logger": _librdkafkaLog})
+            producer = Producer({**FAILED_DELIVERIES_ONLY, **conf, "transactional.id": transactionalId,
+                                 "logger": _librdkafkaLog})
             _owners().claim(transactionalId)  # before: the previous owner stops using its producer
             try:
                 initTransactions(producer, _TIMEOUT_S)  # fences older producers with this id
@@ -1304,6 +1305,13 @@ def _fenced(error) -> bool:
     code = inner.code() if isinstance(inner, KafkaError) else None
     return code in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH) \
         or "fenced" in str(error).lower()
+
+
+# librdkafka's delivery reports for failed records only: kspark's producers are all given
+# ``_deliveryErrors``' callback, which acts on errors alone. A report for every delivered record
+# was a Message built and a Python call per record (about 0.1 CPU-us per record of a stream
+# thread's output and changelog, bench/README.md round 36).
+FAILED_DELIVERIES_ONLY = {"delivery.report.only.error": True}
 
 
 def _deliveryErrors(errors: list) -> Callable:
