@@ -69,26 +69,27 @@ def countRunner(agg, task, source, node, toStream, sinkNode, queue, scalar):
     def bases(distinct: list, present: list, data) -> tuple[list, list, list, int | None]:
         """The present key codes that have an entry before the run, with its count and timestamp
         as the loop loads them, and the first code whose entry the loop would not count from
-        (else None). What is read from the database here is not kept in the working set: the run
-        writes every key it counts, and a key after the first such code is read again by the loop."""
+        (else None). The keys the working set does not hold are read from the database in one
+        RocksDB ``MultiGet`` (the loop reads them one at a time: the same bytes), and what is read
+        is not kept in the working set: the run writes every key it counts, and a key after the
+        first such code is read again by the loop."""
         codes, counts, stamps = [], [], []
-        dbGet = None
+        entries = [dictGet(data, distinct[code], _MISSING) for code in present]
         if type(data) is WorkingSet and not store._backend.empty:
-            dbGet, prefix = store._backend.db.db.get, store._backend.prefix
-        for code in present:
-            kb = distinct[code]
-            entry = dictGet(data, kb, _MISSING)
-            if entry is _MISSING:
-                if dbGet is None:  # an in-memory store's absent key, or an empty database
-                    continue
-                raw = dbGet(prefix + kb)  # the loop's inline load (aggregateFastPath)
-                if raw is None:
-                    continue
-                if len(raw) != 16:
-                    return codes, counts, stamps, code
-                ts, count = unpackStored(raw)
-            elif entry is _ABSENT or entry is None:
+            prefix = store._backend.prefix
+            unloaded = [i for i, entry in enumerate(entries) if entry is _MISSING]
+            if unloaded:
+                read = store._backend.db.multiGet([prefix + distinct[present[i]] for i in unloaded])
+                for i, raw in zip(unloaded, read):
+                    entries[i] = raw
+        for code, entry in zip(present, entries):
+            # _MISSING: an in-memory store's absent key, or an empty database's
+            if entry is _MISSING or entry is None or entry is _ABSENT:
                 continue
+            if type(entry) is bytes:
+                if len(entry) != 16:
+                    return codes, counts, stamps, code
+                ts, count = unpackStored(entry)
             else:
                 stored = entry[1]
                 if type(stored) is not ValueAndTimestamp or type(stored[0]) is not int:
