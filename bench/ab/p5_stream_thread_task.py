@@ -39,9 +39,11 @@ from kspark.state._persistent import PersistentTaskState, makePersistent
 APP = "bench-p5"
 
 
-def task(partition: int, storeDir: str, keys: list[bytes], memoryBytes: int, cacheEntries: int) -> StreamTask:
+def task(partition: int, storeDir: str, keys: list[bytes], memoryBytes: int, cacheEntries: int,
+         compactionTrigger: int | None = None) -> StreamTask:
     """Task ``0_<partition>`` of P5's topology (``bench/run.py``'s ``p5Topology``) with its store
-    persistent in ``storeDir`` and holding a count of 1 for each of ``keys``."""
+    persistent in ``storeDir`` and holding a count of 1 for each of ``keys``; ``compactionTrigger``
+    as the host gives it (``PersistentTaskState``; None: RocksDB's default, as a stream thread's)."""
     b = StreamsBuilder()
     (b.stream("events", Consumed.with_(Serdes.String(), Serdes.String())).groupByKey()
      .count(Materialized.as_("counts")).toStream().to("counts-out", Produced.with_(Serdes.String(), Serdes.Long())))
@@ -51,8 +53,9 @@ def task(partition: int, storeDir: str, keys: list[bytes], memoryBytes: int, cac
                    StreamsConfig({"application.id": APP, "statestore.cache.max.bytes": 0}), partition,
                    lambda name: name if name in ("events", "counts-out") else f"{APP}-{name}", lambda _: 4)
     persistent = {n: s for n, s in t.stores.items() if makePersistent(s)}
+    trigger = {} if compactionTrigger is None else {"compactionTrigger": compactionTrigger}  # (older kspark: none)
     t.persistentState = PersistentTaskState(persistent, {n: f"{APP}-{n}-changelog" for n in persistent},
-                                            storeDir, memoryBytes, cacheEntries)
+                                            storeDir, memoryBytes, cacheEntries, **trigger)
     if t.persistentState.open("bench", None):
         raise SystemExit(f"{storeDir} already held stores")
     one = struct.pack(">q", 1)

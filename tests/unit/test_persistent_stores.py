@@ -806,6 +806,35 @@ def test_a_task_database_opens_with_ksparks_rocksdb_options_when_new_and_when_re
         db.close()
 
 
+def test_a_task_database_merges_its_sorted_runs_at_the_compaction_trigger_its_host_gives(tmp_path):
+    # RocksDB's default (4, Kafka Streams'), and the micro-batch host's, whose database is opened
+    # every batch and flushes a small run per open (MICRO_BATCH_COMPACTION_TRIGGER, round 37):
+    # seven flushed runs stay seven below a trigger of 8 and are merged at 4
+    import time
+
+    from kspark.spark._task_processor import MICRO_BATCH_COMPACTION_TRIGGER
+
+    assert MICRO_BATCH_COMPACTION_TRIGGER == 8
+    runs = {}
+    for trigger in (None, MICRO_BATCH_COMPACTION_TRIGGER):
+        path = str(tmp_path / f"db-{trigger}")
+        state = PersistentTaskState({}, {}, path, 24 << 20, 0, compactionTrigger=trigger)
+        state.open("c", None)
+        for run in range(7):
+            state.db.write([(b"s\x00k%06d" % (run * 1000 + i), b"v") for i in range(1000)])
+            state.db.db.flush()
+        deadline = time.monotonic() + 30
+        while (state.db.db.property_int_value("rocksdb.compaction-pending")
+               or state.db.db.property_int_value("rocksdb.num-running-compactions")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        runs[trigger] = state.db.db.property_int_value("rocksdb.num-files-at-level0")
+        assert len(dict(state.db.db.items(from_key=b"s\x00"))) == 7000
+        options = max((f for f in os.listdir(path) if f.startswith("OPTIONS-")), key=lambda f: int(f[8:]))
+        assert f"level0_file_num_compaction_trigger={trigger or 4}\n" in open(os.path.join(path, options)).read()
+        state.close()
+    assert runs[8] == 7 and runs[None] < 4
+
+
 def test_a_database_written_with_leveled_compaction_and_snappy_opens_with_every_entry(tmp_path):
     # an earlier kspark wrote its task databases with leveled compaction and Snappy tables: they
     # open with universal compaction and uncompressed tables, keep every entry, and take writes

@@ -411,7 +411,7 @@ class _StreamThread:
                 shutil.rmtree(taskRoot, ignore_errors=True)
             self.storeDirs[taskId] = clean["dir"] if clean is not None else uuid.uuid4().hex[:8]
             task = TaskStatefulProcessor({**plan, "storeDir": os.path.join(taskRoot, self.storeDirs[taskId])})._newTask(
-                taskId, p)
+                taskId, p, compactionTrigger=None)  # a database kept open: RocksDB's default
             state = task.persistentState
             if state is not None:
                 try:

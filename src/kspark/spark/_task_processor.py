@@ -66,6 +66,15 @@ _TIMINGS = os.environ.get("KSPARK_TASK_TIMINGS")
 _COLLECTOR = PausedCollector()  # this Python worker's, for every micro-batch of its tasks
 _STATE_SCHEMA = StructType([StructField("version", StringType()), StructField("blob", BinaryType())])
 
+# The sorted runs that start a compaction of a micro-batch task's database (RocksDB's default and
+# Kafka Streams': 4). The database is opened every micro-batch, and each open flushes the
+# replayed log, the previous batch's writes, to a new small sorted run (2-3 MB for 25K writes),
+# where a database kept open (Kafka Streams, the stream threads) flushes 16 MB memtables. With 4,
+# RocksDB merged those small runs every few batches: at 2.5M keys per task its background threads
+# took 112-123 ms of CPU per 25K-record task call, against 65-71 with 8; the calls' own reads did
+# not slow, and the database takes a third more disk (bench/README.md round 37).
+MICRO_BATCH_COMPACTION_TRIGGER = 8
+
 # Tasks kept alive in this Python worker between micro-batches, keyed by task id. Every state
 # write gets a fresh random version; a cached task is used only if its version is the one in
 # Spark's committed state (otherwise: another worker ran the task, a batch was retried, or this
@@ -282,9 +291,12 @@ class TaskStatefulProcessor(StatefulProcessor):
             maybeSnapshot(stores, LocalTopics(localRoot), localRoot, appId, taskId, partition, checkpointId, batchId,
                           version, positions)
 
-    def _newTask(self, taskId: str, partition: int) -> StreamTask:
+    def _newTask(self, taskId: str, partition: int,
+                 compactionTrigger: int | None = MICRO_BATCH_COMPACTION_TRIGGER) -> StreamTask:
         """A new task of this sub-topology, its stores made persistent where they have a
-        persistent form (``task.persistentState``; None when none has)."""
+        persistent form (``task.persistentState``; None when none has), their database opened
+        with ``compactionTrigger`` (``TaskStateDB``; None: RocksDB's default, for a host that keeps
+        the database open)."""
         plan = self.plan
         topicName = plan["topicName"]
         counts = plan["partitionCounts"]
@@ -307,7 +319,7 @@ class TaskStatefulProcessor(StatefulProcessor):
             task.persistentState = PersistentTaskState(
                 persistent, {name: changelogs[name] for name in persistent if name in changelogs},
                 os.path.join(storeDir, taskId),
-                plan["storeMemoryBytes"], plan["storeCacheEntries"])
+                plan["storeMemoryBytes"], plan["storeCacheEntries"], compactionTrigger)
         return task
 
     def close(self) -> None:

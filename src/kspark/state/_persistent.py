@@ -716,19 +716,22 @@ class PersistentTaskState:
         RocksDB's memory bound per process (``kspark.store.memory.bytes``).
     maxCachedEntries : int
         Loaded entries a store keeps between micro-batches (``kspark.store.cache.max.entries``).
+    compactionTrigger : int, optional
+        The database's sorted runs that start a compaction (``TaskStateDB``; None: RocksDB's default).
     """
 
     def __init__(self, stores: dict, logged: dict[str, str | None], path: str, memoryBytes: int,
-                 maxCachedEntries: int) -> None:
+                 maxCachedEntries: int, compactionTrigger: int | None = None) -> None:
         self.stores, self.logged, self.path = stores, logged, path
         self.memoryBytes, self.maxCachedEntries = memoryBytes, maxCachedEntries
+        self.compactionTrigger = compactionTrigger
         self.db: TaskStateDB | None = None
 
     def open(self, checkpointId: str, committedVersion: str | None) -> bool:
         """Open the database and bring it to ``committedVersion``; True if it holds those stores
         (the working sets are valid if they were), False if a restore is needed (the database and
         the working sets are then empty)."""
-        self.db = TaskStateDB(self.path, self.memoryBytes)
+        self.db = TaskStateDB(self.path, self.memoryBytes, compactionTrigger=self.compactionTrigger)
         ok = self.db.reconcile(checkpointId, committedVersion)
         for name, store in self.stores.items():
             store._attach(_Backend(self.db, name))
@@ -828,7 +831,7 @@ class PersistentTaskState:
         TaskStateDB.destroy(self.path)
         os.makedirs(self.path)
         copyStoreFiles(snapshot, self.path, skip=("snapshot.json",))
-        self.db = TaskStateDB(self.path, self.memoryBytes)
+        self.db = TaskStateDB(self.path, self.memoryBytes, compactionTrigger=self.compactionTrigger)
         for name, store in self.stores.items():
             store._attach(_Backend(self.db, name))
 

@@ -105,8 +105,10 @@ def prefixEnd(prefix: bytes) -> bytes | None:
     return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
 
 
-def _options(memoryBytes: int):
-    """RocksDB options with the process's shared memory bound (block cache + memtables)."""
+def _options(memoryBytes: int, compactionTrigger: int | None = None):
+    """RocksDB options with the process's shared memory bound (block cache + memtables);
+    ``compactionTrigger``: the sorted runs that start a compaction (RocksDB's
+    ``level0_file_num_compaction_trigger``; None: RocksDB's default, 4, as Kafka Streams keeps it)."""
     import rocksdict
 
     shared = _SHARED.get(memoryBytes)
@@ -143,6 +145,8 @@ def _options(memoryBytes: int):
     # with these unchanged: universal compaction takes its levels as sorted runs.
     options.set_compaction_style(rocksdict.DBCompactionStyle.universal())
     options.set_compression_type(rocksdict.DBCompressionType.none())
+    if compactionTrigger is not None:
+        options.set_level_zero_file_num_compaction_trigger(compactionTrigger)
     # Table files read through mmap: uncompressed blocks are read in place from the OS page cache,
     # not copied into the block cache, which then holds the memtables' charge only. Same speed,
     # and 30 % less resident memory per Python worker at 10M keys (bench/README.md round 35).
@@ -183,6 +187,9 @@ class TaskStateDB:
     lockTimeoutS : float
         How long to wait for another process of this executor that still holds the database
         (a task attempt that has not ended yet) before failing.
+    compactionTrigger : int, optional
+        The sorted runs that start a compaction (RocksDB's ``level0_file_num_compaction_trigger``);
+        None: RocksDB's default (4).
 
     Raises
     ------
@@ -191,7 +198,8 @@ class TaskStateDB:
         error).
     """
 
-    def __init__(self, path: str, memoryBytes: int, lockTimeoutS: float = 60.0) -> None:
+    def __init__(self, path: str, memoryBytes: int, lockTimeoutS: float = 60.0,
+                 compactionTrigger: int | None = None) -> None:
         import rocksdict
 
         from ..errors import ProcessorStateException
@@ -204,7 +212,7 @@ class TaskStateDB:
                 # column_families={}: without it, rocksdict reopens an existing database with the
                 # options stored in it, not these (its block cache was RocksDB's default 8 MB, and
                 # its tables had no bloom filters)
-                self.db = rocksdict.Rdict(path, _options(memoryBytes), column_families={})
+                self.db = rocksdict.Rdict(path, _options(memoryBytes, compactionTrigger), column_families={})
                 break
             except Exception as e:  # noqa: BLE001 - rocksdict raises a plain Exception
                 if "lock" not in str(e).lower() or time.monotonic() > deadline:
