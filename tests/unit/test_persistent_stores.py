@@ -6,6 +6,7 @@ batches (rules E-2, T-17)."""
 import copy
 import json
 import os
+import pickle
 import random
 import shutil
 import struct
@@ -20,7 +21,7 @@ from kspark.state import Stores, ValueAndTimestamp
 from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import CHANGELOG_HEADER, PersistentTaskState, makePersistent
 from kspark.state._restore import _keepHeader, restoreStores
-from kspark.state._rocksdb import TaskStateDB, pendingWrites
+from kspark.state._rocksdb import _PENDING_BATCH, TaskStateDB, pendingWrites
 from kspark.topics import LocalTopics
 
 CKPT = "ckpt-1"
@@ -738,6 +739,29 @@ def test_local_changelogs_drop_what_the_kept_snapshots_hold_and_restore_stays_ex
     assert state.open(CKPT, committed) is False
     with pytest.raises(StreamsException, match=rf"app-s-changelog-0 below offset {oldest} were deleted"):
         restoreSnapshot(state, root, "app", "0_0", CKPT, 12)
+    state.close()
+
+
+def test_a_key_value_stores_flush_writes_and_logs_its_changed_keys_in_key_order(tmp_path):
+    # round 38: the flush takes the changed keys in key order (the memtable inserts them faster),
+    # not in the set's hash order, which changed with each process's hash seed; every key once,
+    # with its last value, deletes included
+    rng = random.Random(5)
+    supplier = Stores.persistentTimestampedKeyValueStore("s")
+    store = Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.String(), Serdes.Long()).build()
+    state = taskState(tmp_path / "db", [store])
+    state.open(CKPT, None)
+    last = {}
+    for i in range(600):
+        key = "k%03d" % rng.randrange(200)
+        last[key] = None if rng.random() < 0.1 else ValueAndTimestamp(i, 1000 + i)
+        store.put(key, last[key])
+    records = state.flush("v1", 0, 77, CKPT)
+    expected = [(k.encode(), None if v is None else struct.pack(">q", v.value), 77 if v is None else v.timestamp)
+                for k, v in sorted(last.items())]
+    assert [(k, v, ts) for _, k, v, ts, _ in records] == expected
+    segments = pickle.loads(state.db.db.get(_PENDING_BATCH))
+    assert [k for k, _ in segments[-1][1] if k.startswith(b"ss\x00")] == [b"ss\x00" + k for k, _, _ in expected]
     state.close()
 
 

@@ -254,7 +254,12 @@ class PersistentKeyValueStore(KeyValueStore):
         # other value (and an int out of range, whose error it raises). Both: tests/unit/test_persistent_stores.py
         longValues = timestamped and type(self._valueSerde) is _LongSerde
         writes, records, pack = changes.writes, changes.records, _LONG.pack
-        for kb in data.dirty:
+        # In key order: RocksDB's memtable (a skip list) inserts a key near the one before it faster
+        # than at a random place, which pays for the sort (bench/README.md round 38); and the
+        # changelog records come in the same order in every run, not in the set's hash order,
+        # which changes with each process's hash seed. The keys are distinct: any order leaves
+        # the same entries.
+        for kb in sorted(data.dirty):
             entry = dict.get(data, kb)
             if entry is _ABSENT:
                 writes.append((prefix + kb, None))
