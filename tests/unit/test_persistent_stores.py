@@ -21,7 +21,7 @@ from kspark.state import Stores, ValueAndTimestamp
 from kspark.state._changelog import ChangelogRecord
 from kspark.state._persistent import CHANGELOG_HEADER, PersistentTaskState, makePersistent
 from kspark.state._restore import _keepHeader, restoreStores
-from kspark.state._rocksdb import _PENDING_BATCH, TaskStateDB, pendingWrites
+from kspark.state._rocksdb import _PENDING_BATCH, TaskStateDB, pendingChanges, pendingWrites
 from kspark.topics import LocalTopics
 
 CKPT = "ckpt-1"
@@ -171,6 +171,44 @@ def test_pending_writes_of_a_database_of_an_earlier_kspark_are_applied(tmp_path)
     state.close()
 
 
+def test_a_view_of_a_committed_batch_leaves_out_what_its_range_deletes_remove(tmp_path):
+    # interactive queries read a committed batch's pending writes over the applied entries; the
+    # ranges that batch deletes (a window store's expired segments) are left out too: the applied
+    # entries in them, and a pending write that a later range deletes (as applying them would)
+    from kspark.state._persistent import MergedKeyValueView, readOnlyStore
+
+    store = kvStore()
+    state = restoredState(tmp_path, [store])
+    for key, value in (("a", 1), ("b", 2), ("c", 3), ("x", 9)):
+        store.put(key, value)
+    state.flush("v0", 0, 10, CKPT)
+    state.close()
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v0") is True
+    state.db.writePending([], "v1", 1, [(b"ss\x00b", b"ss\x00c\xff")])
+    store.put("bb", 5)
+    store.put("bz", 6)
+    store.delete("x")
+    state.flush("v1", 1, 10, CKPT)
+    state.db.writePending([], "v1", 1, [(b"ss\x00bb", b"ss\x00bc")])
+
+    def view():
+        return MergedKeyValueView([readOnlyStore(kvStore(), state.db.db, *pendingChanges(state.db.db, state.db.meta))])
+
+    expected = [("a", 1), ("bz", 6)]
+    assert {k: view().get(k) for k in ("a", "b", "bb", "bz", "c", "x")} == {"a": 1, "b": None, "bb": None, "bz": 6,
+                                                                            "c": None, "x": None}
+    assert [(kv.key, kv.value) for kv in view().all()] == expected
+    assert [(kv.key, kv.value) for kv in view().range("b", "c")] == [("bz", 6)]
+    state.close()
+    store = kvStore()
+    state = taskState(tmp_path, [store])
+    assert state.open(CKPT, "v1") is True  # committed: applied, the same entries as the view read
+    assert [(kv.key, kv.value) for kv in store.all()] == expected
+    state.close()
+
+
 def test_tagged_pending_writes_of_an_earlier_kspark_are_applied_dropped_and_read_by_a_view(tmp_path):
     # kspark of rounds 24-32 wrote a key per pending write under \x00pend<8-byte tag>
     from kspark.state._persistent import MergedKeyValueView, readOnlyStore
@@ -194,8 +232,8 @@ def test_tagged_pending_writes_of_an_earlier_kspark_are_applied_dropped_and_read
         return state
 
     state = earlier("v1")
-    view = MergedKeyValueView([readOnlyStore(kvStore(), state.db.db, pendingWrites(state.db.db, state.db.meta))])
-    assert view.get("a") is None and view.get("b") == 3
+    view = MergedKeyValueView([readOnlyStore(kvStore(), state.db.db, *pendingChanges(state.db.db, state.db.meta))])
+    assert view.get("a") is None and view.get("b") == 3 and view.get("x1") is None  # x1: in the pending range
     state.close()
     store = kvStore()
     state = taskState(tmp_path, [store])

@@ -30,7 +30,7 @@ import weakref
 
 from ..errors import InvalidStateStoreException, StreamsException
 from ..state._persistent import MergedKeyValueView, makePersistent, readOnlyStore
-from ..state._rocksdb import pendingWrites
+from ..state._rocksdb import pendingChanges
 from ..state._persistent_windows import MergedSessionView, MergedWindowView
 from ..state._stores import SessionStore, WindowStore
 
@@ -247,7 +247,8 @@ class _TaskStoresView:
                 continue  # another checkpoint's store, which this one has not restored yet
             pendingBatch = meta.get("pendingBatch")
             withPending = meta.get("pending") is not None and pendingBatch is not None and pendingBatch <= committed
-            stores.append(readOnlyStore(build(), db, pendingWrites(db, meta) if withPending else None))
+            pending, ranges = pendingChanges(db, meta) if withPending else (None, ())
+            stores.append(readOnlyStore(build(), db, pending, ranges))
         super().__init__(stores)
         self._storeName = storeName
 

@@ -850,14 +850,17 @@ class ReadOnlyBackend:
     """A store's view of a task database opened read-only by another process (RocksDB's secondary
     instance: interactive queries, ``checkpointedStore``), as of a committed micro-batch: the
     applied entries, with ``pending`` over them (``kspark.state._rocksdb.pendingWrites``: database
-    key -> value or None for a delete) when their batch has committed, else None."""
+    key -> value or None for a delete) when their batch has committed, else None; ``ranges``: the
+    ``[lo, hi)`` database key ranges that committed batch deletes from the applied entries
+    (expired segments: ``pendingChanges``)."""
 
-    __slots__ = ("db", "prefix", "end", "pending")
+    __slots__ = ("db", "prefix", "end", "pending", "ranges")
     empty = False  # no fast path for readers
 
-    def __init__(self, db, storeName: str, pending: dict | None) -> None:
+    def __init__(self, db, storeName: str, pending: dict | None, ranges: list = ()) -> None:
         self.db, self.prefix, self.pending = db, storePrefix(storeName), pending
         self.end = prefixEnd(self.prefix)
+        self.ranges = [(lo, hi) for lo, hi in ranges if hi > self.prefix and (self.end is None or lo < self.end)]
 
     def get(self, key: bytes) -> bytes | None:
         return self.getRaw(self.prefix + key)
@@ -866,6 +869,8 @@ class ReadOnlyBackend:
         """The value of database key ``key`` (with its prefix), pending writes first if committed."""
         if self.pending and key in self.pending:
             return self.pending[key]
+        if any(lo <= key < hi for lo, hi in self.ranges):
+            return None
         return self.db.get(key)
 
     def items(self, lo: bytes | None, hi: bytes | None, hiInclusive: bool):
@@ -883,6 +888,9 @@ class ReadOnlyBackend:
 
         found = scan(self.prefix, self.end)
         skip = len(self.prefix)
+        for rangeLo, rangeHi in self.ranges:
+            for key in [key for key in found if rangeLo <= self.prefix + key < rangeHi]:
+                del found[key]
         for key, value in (self.pending or {}).items():
             if not key.startswith(self.prefix):
                 continue
@@ -896,13 +904,13 @@ class ReadOnlyBackend:
         return sorted(found.items())
 
 
-def readOnlyStore(store, db, pending: dict | None):
+def readOnlyStore(store, db, pending: dict | None, ranges: list = ()):
     """``store`` (as its builder built it) made persistent over ``db`` read-only (see
     ``ReadOnlyBackend``), with the meta its task last wrote (observed stream time...); None if
     its kind has no persistent form."""
     if not makePersistent(store):
         return None
-    backend = ReadOnlyBackend(db, store.name(), pending)
+    backend = ReadOnlyBackend(db, store.name(), pending, ranges)
     store._attach(backend)
     meta = backend.getRaw(_STORE_META + store.name().encode("utf-8"))
     if meta is not None:

@@ -45,7 +45,7 @@ from typing import Iterator
 
 log = logging.getLogger("kspark.state")
 
-__all__ = ["TaskStateDB", "copyStoreFiles", "storePrefix", "prefixEnd", "pendingWrites"]
+__all__ = ["TaskStateDB", "copyStoreFiles", "storePrefix", "prefixEnd", "pendingWrites", "pendingChanges"]
 
 _META = b"\x00meta"
 _PENDING = b"\x00pend"
@@ -74,29 +74,52 @@ def _tagBytes(tag: int) -> bytes:
     return tag.to_bytes(_TAG_BYTES, "big")
 
 
-def _pendingPrefix(meta: dict) -> bytes:
-    """The prefix of the pending writes' keys of an earlier kspark's database (key per write)."""
-    tag = meta.get("pendingTag")
-    return _PENDING if tag is None else _PENDING + _tagBytes(tag)
-
-
 def pendingWrites(db, meta: dict) -> dict[bytes, bytes | None]:
     """The pending writes of the database ``db`` (a ``rocksdict.Rdict``: a task's, or a secondary
     instance of it) whose meta is ``meta``: database key (with its store prefix) -> value, None
-    for a delete; the last write of a key wins. Empty when nothing is pending."""
+    for a delete; the last write of a key wins. Empty when nothing is pending. The pending range
+    deletes are :func:`pendingChanges`' second part."""
+    return pendingChanges(db, meta)[0]
+
+
+def pendingChanges(db, meta: dict) -> tuple[dict[bytes, bytes | None], list[tuple[bytes, bytes]]]:
+    """What applying the pending writes of ``db`` (as :func:`pendingWrites`) would change:
+    ``(writes, ranges)``. ``writes``: database key -> value, or None for a key they delete (a
+    delete, or a write that a range of a later batch deletes); ``ranges``: the ``[lo, hi)``
+    ranges (expired segments, removed stores) they delete from the applied entries. A key reads
+    as ``writes`` holds it, else as absent inside a range, else as applied. Empty when nothing
+    is pending."""
     if meta.get("pending") is None:
-        return {}
+        return {}, []
     if meta.get("pendingLayout") == _BATCH_LAYOUT:
         raw = db.get(_PENDING_BATCH)
-        return {key: value for _, writes in pickle.loads(raw) for key, value in writes} if raw is not None else {}
+        writes: dict[bytes, bytes | None] = {}
+        ranges: list[tuple[bytes, bytes]] = []
+        for segmentRanges, segmentWrites in pickle.loads(raw) if raw is not None else ():
+            for lo, hi in segmentRanges:  # applied before the segment's writes, after the earlier ones
+                ranges.append((lo, hi))
+                for key in [key for key in writes if lo <= key < hi]:
+                    writes[key] = None
+            writes.update(segmentWrites)
+        return writes, ranges
     import rocksdict
 
-    prefix = _pendingPrefix(meta)
-    options = rocksdict.ReadOptions()
-    options.set_iterate_upper_bound(prefixEnd(prefix))
-    skip = len(prefix)
-    return {key[skip:]: (value[1:] if value[:1] == _PUT else None)
-            for key, value in db.items(from_key=prefix, read_opt=options)}
+    writesStart, writesEnd, rangesStart, rangesEnd = _earlierPendingKeys(meta)
+    found = []
+    for start, end in ((writesStart, writesEnd), (rangesStart, rangesEnd)):
+        options = rocksdict.ReadOptions()
+        options.set_iterate_upper_bound(end)
+        found.append([(key[len(start):], value) for key, value in db.items(from_key=start, read_opt=options)])
+    return ({key: (value[1:] if value[:1] == _PUT else None) for key, value in found[0]}, found[1])
+
+
+def _earlierPendingKeys(meta: dict) -> tuple[bytes, bytes | None, bytes, bytes | None]:
+    """(start, end) of an earlier kspark's pending writes' keys, then of their ranges."""
+    tag = meta.get("pendingTag")
+    if tag is None:  # a database of an earlier kspark
+        return _PENDING, _PENDING_END, _PENDING_RANGES, _PENDING_RANGES_END
+    writes, ranges = _PENDING + _tagBytes(tag), _PENDING_RANGES + _tagBytes(tag)
+    return writes, prefixEnd(writes), ranges, prefixEnd(ranges)
 
 
 def prefixEnd(prefix: bytes) -> bytes | None:
@@ -249,19 +272,11 @@ class TaskStateDB:
             return True
         return False
 
-    def _pendingRanges(self) -> tuple[bytes, bytes | None, bytes, bytes | None]:
-        """(start, end) of an earlier kspark's pending writes' keys, then of their ranges."""
-        tag = self.meta.get("pendingTag")
-        if tag is None:  # a database of an earlier kspark
-            return _PENDING, _PENDING_END, _PENDING_RANGES, _PENDING_RANGES_END
-        writes, ranges = _PENDING + _tagBytes(tag), _PENDING_RANGES + _tagBytes(tag)
-        return writes, prefixEnd(writes), ranges, prefixEnd(ranges)
-
     def _applyPending(self, version: str) -> None:
         """Apply an earlier kspark's pending writes (a key per write)."""
         import rocksdict
 
-        writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
+        writes, writesEnd, ranges, rangesEnd = _earlierPendingKeys(self.meta)
         batch = rocksdict.WriteBatch(raw_mode=True)
         skip = len(ranges)
         for key, hi in self._items(ranges, rangesEnd):
@@ -284,7 +299,7 @@ class TaskStateDB:
         if self.meta.get("pendingLayout") == _BATCH_LAYOUT:
             batch.delete(_PENDING_BATCH)
         else:
-            writes, writesEnd, ranges, rangesEnd = self._pendingRanges()
+            writes, writesEnd, ranges, rangesEnd = _earlierPendingKeys(self.meta)
             for start, end in ((writes, writesEnd), (ranges, rangesEnd)):
                 for key, _ in self._items(start, end):
                     batch.delete(key)
